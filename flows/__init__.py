@@ -1,0 +1,1 @@
+"""Prefect flows and tasks over attnlab's components; all MLflow calls live here."""

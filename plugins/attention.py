@@ -1,0 +1,96 @@
+"""The attention (scorer) contract: score, mask, softmax, weighted sum.
+
+A scorer plugin subclasses :class:`Attention`. Overriding :meth:`Attention.score` alone gives a
+complete, trainable scorer; overriding :meth:`Attention.forward` gives full control (multi-head,
+fused kernels).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import Tensor, nn
+
+from attnlab.plugins.options import option_names, reject_unknown, require_positive_int
+
+_FIXED = ("query_dim", "key_dim")
+
+
+class AttentionOutput(NamedTuple):
+    """What an attention call returns.
+
+    context:      [B, Lq, Dv] weighted sum of the values.
+    weights:      [B, Lq, Lk] attention distribution per query (rows sum to 1 over unmasked keys,
+                  exactly 0 on masked keys), or None for a scorer that does not attend.
+    head_weights: [B, H, Lq, Lk] per-head weights of a multi-head scorer, else None.
+    """
+
+    context: Tensor
+    weights: Tensor | None
+    head_weights: Tensor | None = None
+
+
+def masked_softmax(scores: Tensor, mask: Tensor | None) -> Tensor:
+    """Softmax over the last axis that puts exactly zero weight on masked keys.
+
+    scores: [..., Lq, Lk] raw energies; mask: bool [B, Lk] (True = may attend), broadcast over
+    every axis between the batch and the keys. Returns weights of the same shape as ``scores``.
+    """
+    if mask is not None:
+        keep = mask.view(mask.shape[0], *([1] * (scores.dim() - 2)), mask.shape[-1])
+        scores = scores.masked_fill(~keep, torch.finfo(scores.dtype).min)
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None:
+        # The finfo.min fill already underflows to 0; this makes it exact for any dtype.
+        weights = weights.masked_fill(~keep, 0.0)
+    return weights
+
+
+class Attention(nn.Module):
+    """Base class of every scorer plugin.
+
+    Args:
+        query_dim: size Dq of each query vector (the decoder state).
+        key_dim: size Dk of each key vector (the encoder output); values have the same size.
+        **options: scorer-specific options; unknown ones are an error.
+
+    Attributes:
+        output_dim: size Dv of the context vectors this scorer returns (``key_dim`` by default).
+        attends: False only for the no-attention baseline, whose weights are None.
+    """
+
+    attends: bool = True
+
+    def __init__(self, query_dim: int, key_dim: int, **options) -> None:
+        super().__init__()
+        reject_unknown(type(self), options, _FIXED)
+        require_positive_int(query_dim=query_dim, key_dim=key_dim)
+        self.query_dim = query_dim
+        self.key_dim = key_dim
+        self.output_dim = key_dim
+
+    @classmethod
+    def option_names(cls) -> list[str]:
+        """Names of the options this scorer accepts (for error messages and the CLI)."""
+        return option_names(cls, _FIXED)
+
+    def score(self, query: Tensor, keys: Tensor) -> Tensor:
+        """Raw energies. query [B, Lq, Dq], keys [B, Lk, Dk] -> [B, Lq, Lk]."""
+        raise NotImplementedError(f"{type(self).__name__} must override score() or forward()")
+
+    def forward(
+        self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None = None
+    ) -> AttentionOutput:
+        """query [B, Lq, Dq], keys [B, Lk, Dk], values [B, Lk, Dv], mask bool [B, Lk]."""
+        weights = masked_softmax(self.score(query, keys), mask)
+        return AttentionOutput(torch.bmm(weights, values), weights)
+
+    def context_only(
+        self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None = None
+    ) -> Tensor:
+        """The context [B, Lq, Dv] alone, for training where the weights are not needed.
+
+        Equal to ``forward(...).context``; a scorer may override it with a fused kernel.
+        """
+        return self.forward(query, keys, values, mask).context

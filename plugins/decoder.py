@@ -1,0 +1,110 @@
+"""The decoder contract: step-wise generation over the encoder's memory, through a scorer."""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import torch
+from torch import Tensor, nn
+
+from attnlab.plugins.attention import Attention, AttentionOutput
+from attnlab.plugins.encoder import EncoderOutput
+from attnlab.plugins.options import option_names, reject_unknown, require_positive_int
+
+_FIXED = ("vocab_size", "embedding_dim", "hidden_size", "memory_dim", "make_attention")
+
+#: Builds a scorer for the given (query_dim, key_dim); the decoder decides both.
+AttentionFactory = Callable[[int, int], Attention]
+
+#: Decoding state: a tuple of tensors whose first axis is the batch (so beam search can reorder).
+State = tuple[Tensor, ...]
+
+
+class DecoderOutput(NamedTuple):
+    """logits: [B, Lt, V]; weights: [B, Lt, Ls] or None; head_weights: [B, H, Lt, Ls] or None."""
+
+    logits: Tensor
+    weights: Tensor | None
+    head_weights: Tensor | None = None
+
+
+class Decoder(nn.Module):
+    """Base class of every decoder plugin.
+
+    Args:
+        vocab_size: number of target token ids (PAD 0, SOS 1, EOS 2).
+        embedding_dim: size of the target token embeddings.
+        hidden_size: size of the decoder state.
+        memory_dim: size D of the encoder outputs (keys and values).
+        make_attention: builds the scorer, ``make_attention(query_dim, key_dim)``.
+        **options: decoder-specific options; unknown ones are an error.
+
+    A subclass implements :meth:`start` and :meth:`step`; the default :meth:`forward` runs the
+    steps with teacher forcing. Subclasses may override :meth:`forward` with a faster path that
+    gives the same logits.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embedding_dim: int,
+        hidden_size: int,
+        memory_dim: int,
+        make_attention: AttentionFactory,
+        **options,
+    ) -> None:
+        super().__init__()
+        reject_unknown(type(self), options, _FIXED)
+        require_positive_int(
+            vocab_size=vocab_size,
+            embedding_dim=embedding_dim,
+            hidden_size=hidden_size,
+            memory_dim=memory_dim,
+        )
+        self.vocab_size = vocab_size
+        self.embedding_dim = embedding_dim
+        self.hidden_size = hidden_size
+        self.memory_dim = memory_dim
+
+    @classmethod
+    def option_names(cls) -> list[str]:
+        """Names of the options this decoder accepts."""
+        return option_names(cls, _FIXED)
+
+    def start(self, memory: EncoderOutput, src_mask: Tensor) -> State:
+        """The state before the first step (batch-first tensors)."""
+        raise NotImplementedError
+
+    def step(
+        self, tokens: Tensor, state: State, memory: EncoderOutput, src_mask: Tensor
+    ) -> tuple[Tensor, State, AttentionOutput]:
+        """One step. tokens: long [B] (the previous output, SOS first).
+
+        Returns logits [B, V], the new state, and the step's attention (Lq = 1).
+        """
+        raise NotImplementedError
+
+    def forward(
+        self,
+        tgt_in: Tensor,
+        memory: EncoderOutput,
+        src_mask: Tensor,
+        need_weights: bool = True,
+    ) -> DecoderOutput:
+        """Teacher-forced decoding. tgt_in: long [B, Lt] (SOS then the target without EOS)."""
+        state = self.start(memory, src_mask)
+        logits, weights, heads = [], [], []
+        for t in range(tgt_in.shape[1]):
+            step_logits, state, attn = self.step(tgt_in[:, t], state, memory, src_mask)
+            logits.append(step_logits)
+            weights.append(attn.weights)
+            heads.append(attn.head_weights)
+        return DecoderOutput(
+            torch.stack(logits, dim=1),
+            _cat_or_none(weights, dim=1) if need_weights else None,
+            _cat_or_none(heads, dim=2) if need_weights else None,
+        )
+
+
+def _cat_or_none(parts: list[Tensor | None], dim: int) -> Tensor | None:
+    return None if not parts or parts[0] is None else torch.cat(parts, dim=dim)

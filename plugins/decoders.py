@@ -1,0 +1,214 @@
+"""Built-in decoders: rnn (GRU or LSTM cell, the seed's design) and transformer.
+
+Shapes: tgt_in long [B, Lt]; memory.outputs [B, Ls, D]; memory.summary [B, D];
+src_mask bool [B, Ls]; logits [B, Lt, V]; weights [B, Lt, Ls].
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from attnlab.plugins.attention import AttentionOutput
+from attnlab.plugins.decoder import AttentionFactory, Decoder, DecoderOutput, State
+from attnlab.plugins.encoder import EncoderOutput
+from attnlab.plugins.encoders import sinusoidal_positions
+from attnlab.plugins.options import require_positive_int, require_probability
+
+CELLS = {"gru": nn.GRUCell, "lstm": nn.LSTMCell}
+
+
+class RNNDecoder(Decoder):
+    """Recurrent decoder with attention, as in the seed tutorial and Bahdanau et al.
+
+    At each step the query is the previous decoder state, keys = values = encoder outputs; the
+    context is concatenated with the input embedding and fed to the cell; the next token is
+    predicted from the new state and the context. The first state is built from the encoder
+    summary, which is all the decoder has under the ``none`` scorer.
+
+    Options:
+        cell: "gru" (default) or "lstm".
+        dropout: dropout on the embeddings and before the output layer (default 0).
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embedding_dim: int,
+        hidden_size: int,
+        memory_dim: int,
+        make_attention: AttentionFactory,
+        cell: str = "gru",
+        dropout: float = 0.0,
+        **options,
+    ) -> None:
+        super().__init__(vocab_size, embedding_dim, hidden_size, memory_dim, make_attention, **options)
+        if cell not in CELLS:
+            raise ValueError(f"unknown cell {cell!r}; allowed: {', '.join(CELLS)}")
+        require_probability(dropout=dropout)
+        self.is_lstm = cell == "lstm"
+        self.embedding = nn.Embedding(vocab_size, embedding_dim, padding_idx=0)
+        self.attention = make_attention(hidden_size, memory_dim)
+        context_dim = self.attention.output_dim
+        self.bridge = nn.Linear(memory_dim, hidden_size)
+        self.cell = CELLS[cell](embedding_dim + context_dim, hidden_size)
+        self.dropout = nn.Dropout(dropout)
+        self.out = nn.Linear(hidden_size + context_dim, vocab_size)
+
+    def start(self, memory: EncoderOutput, src_mask: Tensor) -> State:
+        h = torch.tanh(self.bridge(memory.summary))
+        return (h, torch.zeros_like(h)) if self.is_lstm else (h,)
+
+    def _advance(
+        self, embedded: Tensor, state: State, memory: EncoderOutput, src_mask: Tensor, need_weights: bool
+    ) -> tuple[Tensor, State, AttentionOutput]:
+        """embedded [B, E] -> (new hidden [B, H], new state, attention with Lq = 1)."""
+        query = state[0].unsqueeze(1)  # [B, 1, H]
+        keys = memory.outputs
+        if need_weights:
+            attn = self.attention(query, keys, keys, src_mask)
+        else:
+            attn = AttentionOutput(self.attention.context_only(query, keys, keys, src_mask), None)
+        cell_in = torch.cat([embedded, attn.context[:, 0]], dim=-1)
+        new = self.cell(cell_in, state) if self.is_lstm else (self.cell(cell_in, state[0]),)
+        return new[0], tuple(new), attn
+
+    def step(self, tokens, state, memory, src_mask):
+        embedded = self.dropout(self.embedding(tokens))
+        hidden, state, attn = self._advance(embedded, state, memory, src_mask, need_weights=True)
+        logits = self.out(self.dropout(torch.cat([hidden, attn.context[:, 0]], dim=-1)))
+        return logits, state, attn
+
+    def forward(self, tgt_in, memory, src_mask, need_weights=True) -> DecoderOutput:
+        # Same arithmetic as step(), with the embedding and output layers run once for all steps.
+        embedded = self.dropout(self.embedding(tgt_in))  # [B, Lt, E]
+        state = self.start(memory, src_mask)
+        hiddens, contexts, weights, heads = [], [], [], []
+        for t in range(tgt_in.shape[1]):
+            hidden, state, attn = self._advance(embedded[:, t], state, memory, src_mask, need_weights)
+            hiddens.append(hidden)
+            contexts.append(attn.context)
+            weights.append(attn.weights)
+            heads.append(attn.head_weights)
+        features = torch.cat([torch.stack(hiddens, dim=1), torch.cat(contexts, dim=1)], dim=-1)
+        logits = self.out(self.dropout(features))
+        attends = need_weights and weights[0] is not None
+        return DecoderOutput(
+            logits,
+            torch.cat(weights, dim=1) if attends else None,
+            torch.cat(heads, dim=2) if attends and heads[0] is not None else None,
+        )
+
+
+class _TransformerDecoderLayer(nn.Module):
+    """Pre-norm layer: masked self-attention, cross-attention through the scorer, feed-forward."""
+
+    def __init__(self, size: int, heads: int, feedforward_dim: int, dropout: float, cross) -> None:
+        super().__init__()
+        self.self_norm = nn.LayerNorm(size)
+        self.self_attn = nn.MultiheadAttention(size, heads, dropout=dropout, batch_first=True)
+        self.cross_norm = nn.LayerNorm(size)
+        self.cross = cross
+        self.cross_out = nn.Linear(cross.output_dim, size)
+        self.ff_norm = nn.LayerNorm(size)
+        self.ff = nn.Sequential(
+            nn.Linear(size, feedforward_dim), nn.ReLU(), nn.Dropout(dropout), nn.Linear(feedforward_dim, size)
+        )
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(
+        self, x: Tensor, causal: Tensor, memory: Tensor, src_mask: Tensor, need_weights: bool
+    ) -> tuple[Tensor, AttentionOutput]:
+        """x [B, Lt, size], causal bool [Lt, Lt] (True = blocked), memory [B, Ls, D]."""
+        h = self.self_norm(x)
+        x = x + self.dropout(self.self_attn(h, h, h, attn_mask=causal, need_weights=False)[0])
+        h = self.cross_norm(x)
+        if need_weights:
+            attn = self.cross(h, memory, memory, src_mask)
+        else:
+            attn = AttentionOutput(self.cross.context_only(h, memory, memory, src_mask), None)
+        x = x + self.dropout(self.cross_out(attn.context))
+        x = x + self.dropout(self.ff(self.ff_norm(x)))
+        return x, attn
+
+
+class TransformerDecoder(Decoder):
+    """Transformer decoder: masked self-attention plus cross-attention through the chosen scorer.
+
+    The encoder summary is added to every input position, so the ``none`` scorer still has the
+    source's fixed-size summary. Reported weights are those of the last layer.
+
+    Options:
+        layers: number of layers (default 2).
+        heads: self-attention heads (default 4); must divide hidden_size.
+        feedforward_dim: inner size of the feed-forward blocks (default 2 * hidden_size).
+        dropout: dropout inside the layers (default 0.1).
+        max_length: longest target (default 512).
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embedding_dim: int,
+        hidden_size: int,
+        memory_dim: int,
+        make_attention: AttentionFactory,
+        layers: int = 2,
+        heads: int = 4,
+        feedforward_dim: int | None = None,
+        dropout: float = 0.1,
+        max_length: int = 512,
+        **options,
+    ) -> None:
+        super().__init__(vocab_size, embedding_dim, hidden_size, memory_dim, make_attention, **options)
+        feedforward_dim = 2 * hidden_size if feedforward_dim is None else feedforward_dim
+        require_positive_int(
+            layers=layers, heads=heads, feedforward_dim=feedforward_dim, max_length=max_length
+        )
+        require_probability(dropout=dropout)
+        if hidden_size % heads:
+            raise ValueError(f"heads={heads} does not divide hidden_size={hidden_size}")
+        self.max_length = max_length
+        self.embedding = nn.Embedding(vocab_size, embedding_dim, padding_idx=0)
+        self.project = nn.Linear(embedding_dim, hidden_size)
+        self.summary_proj = nn.Linear(memory_dim, hidden_size)
+        self.register_buffer("positions", sinusoidal_positions(max_length, hidden_size), persistent=False)
+        self.layers = nn.ModuleList(
+            _TransformerDecoderLayer(
+                hidden_size, heads, feedforward_dim, dropout, make_attention(hidden_size, memory_dim)
+            )
+            for _ in range(layers)
+        )
+        self.norm = nn.LayerNorm(hidden_size)
+        self.out = nn.Linear(hidden_size, vocab_size)
+
+    def _run(
+        self, tgt_in: Tensor, memory: EncoderOutput, src_mask: Tensor, need_weights: bool
+    ) -> tuple[Tensor, AttentionOutput]:
+        """tgt_in [B, Lt] -> logits [B, Lt, V] and the last layer's cross-attention."""
+        length = tgt_in.shape[1]
+        if length > self.max_length:
+            raise ValueError(f"target length {length} exceeds this decoder's max_length {self.max_length}")
+        x = self.project(self.embedding(tgt_in)) + self.positions[:length]
+        x = x + self.summary_proj(memory.summary).unsqueeze(1)
+        causal = torch.ones(length, length, dtype=torch.bool, device=tgt_in.device).triu(1)
+        for layer in self.layers:
+            x, attn = layer(x, causal, memory.outputs, src_mask, need_weights)
+        return self.out(self.norm(x)), attn
+
+    def forward(self, tgt_in, memory, src_mask, need_weights=True) -> DecoderOutput:
+        logits, attn = self._run(tgt_in, memory, src_mask, need_weights)
+        return DecoderOutput(logits, attn.weights, attn.head_weights)
+
+    def start(self, memory: EncoderOutput, src_mask: Tensor) -> State:
+        return (memory.summary.new_zeros(memory.summary.shape[0], 0, dtype=torch.long),)
+
+    def step(self, tokens, state, memory, src_mask):
+        prefix = torch.cat([state[0], tokens.unsqueeze(1)], dim=1)  # [B, t + 1]
+        logits, attn = self._run(prefix, memory, src_mask, need_weights=True)
+        last = AttentionOutput(
+            attn.context[:, -1:],
+            None if attn.weights is None else attn.weights[:, -1:],
+            None if attn.head_weights is None else attn.head_weights[:, :, -1:],
+        )
+        return logits[:, -1], (prefix,), last

@@ -1,0 +1,111 @@
+"""Plugin discovery through Python entry points.
+
+Every plugin, built-in or third-party, is an entry point in one of the groups
+``attnlab.scorers``, ``attnlab.encoders``, ``attnlab.decoders``, ``attnlab.tasks``; its name is
+the name users type. Listing reads package metadata only; a plugin is imported when loaded, and
+a plugin that fails to import fails alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib.metadata import EntryPoint, entry_points
+
+from attnlab.plugins.attention import Attention
+from attnlab.plugins.decoder import Decoder
+from attnlab.plugins.encoder import Encoder
+from attnlab.plugins.task import Task
+
+#: Short group name -> base class every plugin of the group must subclass.
+GROUPS: dict[str, type] = {
+    "scorers": Attention,
+    "encoders": Encoder,
+    "decoders": Decoder,
+    "tasks": Task,
+}
+
+
+class PluginError(ValueError):
+    """A plugin could not be found, imported or accepted."""
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """One entry point: its name, ``module:attr`` target and the distribution declaring it."""
+
+    group: str
+    name: str
+    target: str
+    distribution: str
+    entry_point: EntryPoint = field(repr=False, compare=False)
+
+
+def _group_key(group: str) -> str:
+    key = group.removeprefix("attnlab.")
+    if key not in GROUPS:
+        raise PluginError(f"unknown plugin group {group!r}; groups: {', '.join(GROUPS)}")
+    return key
+
+
+def _distribution(ep: EntryPoint) -> str:
+    dist = getattr(ep, "dist", None)
+    return f"{dist.name} {dist.version}" if dist is not None else "unknown distribution"
+
+
+def describe_plugins(group: str) -> list[PluginInfo]:
+    """Every entry point of ``group`` (e.g. "scorers"), sorted by name, without importing any."""
+    key = _group_key(group)
+    seen: dict[tuple[str, str], PluginInfo] = {}
+    for ep in entry_points(group=f"attnlab.{key}"):
+        # The same distribution can be visible twice on sys.path (e.g. an egg-info beside an
+        # editable install); that is one plugin, not a duplicate.
+        seen.setdefault((ep.name, ep.value), PluginInfo(key, ep.name, ep.value, _distribution(ep), ep))
+    return sorted(seen.values(), key=lambda info: (info.name, info.target))
+
+
+def list_plugins(group: str) -> list[str]:
+    """Sorted, unique names of the plugins installed in ``group``, without importing them."""
+    return sorted({info.name for info in describe_plugins(group)})
+
+
+def load_plugin(group: str, name: str) -> type:
+    """Import and return the plugin class ``name`` of ``group``.
+
+    Raises PluginError when the name is unknown (listing the available ones), declared twice
+    (naming both targets), fails to import (naming its distribution) or is not a subclass of the
+    group's base class.
+    """
+    key = _group_key(group)
+    infos = describe_plugins(key)
+    matches = [info for info in infos if info.name == name]
+    singular = key.removesuffix("s")
+    if not matches:
+        available = ", ".join(list_plugins(key)) or "none installed"
+        raise PluginError(f"unknown {singular} {name!r}; available: {available}")
+    if len(matches) > 1:
+        targets = " and ".join(f"{m.target} ({m.distribution})" for m in matches)
+        raise PluginError(f"{singular} name {name!r} is declared twice: {targets}")
+    info = matches[0]
+    try:
+        obj = info.entry_point.load()
+    except Exception as exc:  # a broken plugin fails alone, whatever it raised
+        raise PluginError(
+            f"{singular} {name!r} ({info.target}, from {info.distribution}) failed to import: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+    base = GROUPS[key]
+    if not (isinstance(obj, type) and issubclass(obj, base)):
+        raise PluginError(
+            f"{singular} {name!r} ({info.target}, from {info.distribution}) is not a subclass of "
+            f"attnlab.plugins.{base.__name__}"
+        )
+    return obj
+
+
+def create_plugin(group: str, name: str, *args, **options):
+    """Load plugin ``name`` of ``group`` and instantiate it; bad options raise PluginError."""
+    cls = load_plugin(group, name)
+    try:
+        return cls(*args, **options)
+    except (TypeError, ValueError) as exc:
+        raise PluginError(f"{group.removesuffix('s')} {name!r}: {exc}") from exc
