@@ -107,5 +107,7 @@ def create_plugin(group: str, name: str, *args, **options):
     cls = load_plugin(group, name)
     try:
         return cls(*args, **options)
+    except PluginError:
+        raise
     except (TypeError, ValueError) as exc:
         raise PluginError(f"{group.removesuffix('s')} {name!r}: {exc}") from exc

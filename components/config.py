@@ -1,0 +1,69 @@
+"""The typed, frozen, validated experiment configuration.
+
+One object says everything a run needs: task, plugins and their options, sizes, data sizes,
+optimisation, seed and device. It doubles as the Prefect flow's parameter model (so the Prefect
+UI shows a form) and every field is logged to MLflow as a param.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
+
+
+class ExperimentConfig(BaseModel):
+    """A training run of one seq2seq model with attention."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task: str = Field("date", description="task plugin name (attnlab.tasks)")
+    task_options: dict[str, Any] = Field(default_factory=dict)
+    scorer: str = Field("scaled_dot", description="attention scorer plugin name (attnlab.scorers)")
+    scorer_options: dict[str, Any] = Field(default_factory=dict)
+    encoder: str = Field("gru", description="encoder plugin name (attnlab.encoders)")
+    encoder_options: dict[str, Any] = Field(default_factory=dict)
+    decoder: str = Field("rnn", description="decoder plugin name (attnlab.decoders)")
+    decoder_options: dict[str, Any] = Field(default_factory=dict)
+
+    embedding_dim: PositiveInt = 64
+    hidden_size: PositiveInt = 128
+
+    train_size: PositiveInt = Field(4000, description="training examples")
+    validation_size: PositiveInt = Field(500, description="validation examples (early stopping)")
+    test_size: PositiveInt = Field(1000, description="held-out test examples")
+
+    epochs: PositiveInt = 20
+    batch_size: PositiveInt = 64
+    learning_rate: PositiveFloat = 3e-3
+    clip_norm: PositiveFloat = Field(1.0, description="gradient clipping (max global norm)")
+    teacher_forcing: float = Field(
+        1.0, ge=0.0, le=1.0, description="probability of feeding the gold previous token"
+    )
+    target_exact_match: float | None = Field(
+        0.999, gt=0.0, le=1.0, description="stop early once validation exact match reaches this"
+    )
+    beam_size: PositiveInt = Field(1, description="1 = greedy decoding at evaluation")
+
+    seed: int = 0
+    device: str = Field("auto", description="'auto' (CUDA when present), 'cpu', 'cuda', 'cuda:N'")
+
+    @field_validator("device")
+    @classmethod
+    def _known_device(cls, value: str) -> str:
+        if value == "auto":
+            return value
+        try:
+            device = torch.device(value)
+        except RuntimeError as exc:
+            raise ValueError(f"unknown device {value!r}; use 'auto', 'cpu' or 'cuda[:N]'") from exc
+        if device.type not in ("cpu", "cuda"):
+            raise ValueError(f"unsupported device {value!r}; use 'auto', 'cpu' or 'cuda[:N]'")
+        return value
+
+    def torch_device(self) -> torch.device:
+        """The device to train on: 'auto' picks CUDA when it is available, else the CPU."""
+        if self.device == "auto":
+            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        return torch.device(self.device)

@@ -1,0 +1,107 @@
+"""Model assembly: task, encoder, decoder and scorer plugins into one seq2seq model."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from attnlab.config import ExperimentConfig
+from attnlab.plugins import (
+    Attention,
+    Decoder,
+    DecoderOutput,
+    Encoder,
+    EncoderOutput,
+    PluginError,
+    Task,
+    create_plugin,
+    load_plugin,
+)
+from attnlab.vocab import Vocab
+
+
+class Seq2Seq(nn.Module):
+    """An encoder, a decoder and the vocabularies they speak.
+
+    ``max_source_length`` is the longest source the encoder accepts (None: no limit).
+    """
+
+    def __init__(self, encoder: Encoder, decoder: Decoder, src_vocab: Vocab, tgt_vocab: Vocab):
+        super().__init__()
+        self.encoder = encoder
+        self.decoder = decoder
+        self.src_vocab = src_vocab
+        self.tgt_vocab = tgt_vocab
+        self.max_source_length: int | None = getattr(encoder, "max_length", None)
+
+    def encode(self, src: Tensor, src_mask: Tensor) -> EncoderOutput:
+        """src long [B, Ls], src_mask bool [B, Ls] -> EncoderOutput."""
+        return self.encoder(src, src_mask)
+
+    def forward(
+        self,
+        src: Tensor,
+        src_mask: Tensor,
+        tgt_in: Tensor,
+        teacher_forcing: float = 1.0,
+        need_weights: bool = False,
+    ) -> DecoderOutput:
+        """Logits [B, Lt, V] for the next token at every target position.
+
+        tgt_in: long [B, Lt], SOS followed by the target. With ``teacher_forcing`` < 1 each step
+        feeds the gold previous token with that probability, else the model's own prediction.
+        """
+        memory = self.encode(src, src_mask)
+        if teacher_forcing >= 1.0:
+            return self.decoder(tgt_in, memory, src_mask, need_weights=need_weights)
+        state = self.decoder.start(memory, src_mask)
+        tokens, logits = tgt_in[:, 0], []
+        for t in range(tgt_in.shape[1]):
+            step_logits, state, _ = self.decoder.step(tokens, state, memory, src_mask)
+            logits.append(step_logits)
+            if t + 1 < tgt_in.shape[1]:
+                use_gold = torch.rand(src.shape[0], device=src.device) < teacher_forcing
+                tokens = torch.where(use_gold, tgt_in[:, t + 1], step_logits.argmax(dim=-1))
+        return DecoderOutput(torch.stack(logits, dim=1), None)
+
+
+def build_task(config: ExperimentConfig) -> Task:
+    """The task plugin named in ``config`` with its options."""
+    return create_plugin("tasks", config.task, **config.task_options)
+
+
+def build_model(config: ExperimentConfig, task: Task) -> Seq2Seq:
+    """Instantiate the configured plugins into a Seq2Seq model, seeded by ``config.seed``.
+
+    Raises PluginError for unknown plugins or options they refuse.
+    """
+    src_vocab = Vocab.from_alphabet(task.source_alphabet)
+    tgt_vocab = Vocab.from_alphabet(task.target_alphabet)
+    scorer_cls = load_plugin("scorers", config.scorer)
+    torch.manual_seed(config.seed)
+    encoder = create_plugin(
+        "encoders",
+        config.encoder,
+        len(src_vocab),
+        config.embedding_dim,
+        config.hidden_size,
+        **config.encoder_options,
+    )
+
+    def make_attention(query_dim: int, key_dim: int) -> Attention:
+        try:
+            return scorer_cls(query_dim, key_dim, **config.scorer_options)
+        except (TypeError, ValueError) as exc:
+            raise PluginError(f"scorer {config.scorer!r}: {exc}") from exc
+
+    decoder = create_plugin(
+        "decoders",
+        config.decoder,
+        len(tgt_vocab),
+        config.embedding_dim,
+        config.hidden_size,
+        encoder.output_dim,
+        make_attention,
+        **config.decoder_options,
+    )
+    return Seq2Seq(encoder, decoder, src_vocab, tgt_vocab)

@@ -1,0 +1,151 @@
+"""Batched training with teacher forcing, Adam, gradient clipping, early stopping and
+per-epoch checkpoints a run can resume from.
+
+Progress leaves through a callback (the flow logs it); nothing here knows about Prefect or MLflow.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+from attnlab.config import ExperimentConfig
+from attnlab.data import EncodedExamples
+from attnlab.evaluate import decode_texts, exact_match
+from attnlab.model import Seq2Seq
+from attnlab.vocab import PAD
+
+#: Called after every epoch with that epoch's metrics (epoch, train_loss, val_loss,
+#: val_exact_match, seconds, samples_per_second).
+EpochCallback = Callable[[dict[str, float]], None]
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss became NaN or infinite."""
+
+
+@dataclass
+class TrainResult:
+    """history: one metrics dict per epoch; stopped_early: the target exact match was reached."""
+
+    history: list[dict[str, float]] = field(default_factory=list)
+    stopped_early: bool = False
+    train_seconds: float = 0.0
+
+
+def _loss(model: Seq2Seq, batch: EncodedExamples, teacher_forcing: float) -> torch.Tensor:
+    """Mean cross-entropy over real target tokens (PAD ignored)."""
+    out = model(batch.src, batch.src_mask, batch.tgt[:, :-1], teacher_forcing=teacher_forcing)
+    return F.cross_entropy(out.logits.transpose(1, 2), batch.tgt[:, 1:], ignore_index=PAD)
+
+
+@torch.no_grad()
+def validation_metrics(model: Seq2Seq, data: EncodedExamples, max_length: int) -> dict[str, float]:
+    """Teacher-forced loss and greedy exact match on ``data``."""
+    model.eval()
+    loss = float(_loss(model, data, 1.0))
+    texts = decode_texts(model, data, max_length)
+    targets = [model.tgt_vocab.decode(row[1:]) for row in data.tgt.tolist()]
+    return {"val_loss": loss, "val_exact_match": exact_match(texts, targets)}
+
+
+def _save_checkpoint(path: Path, model, optimizer, result: TrainResult, config: ExperimentConfig) -> None:
+    tmp = path.with_suffix(".tmp")
+    torch.save(
+        {
+            "config": config.model_dump(mode="json"),
+            "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "history": result.history,
+            "train_seconds": result.train_seconds,
+            "rng": torch.get_rng_state(),
+        },
+        tmp,
+    )
+    tmp.replace(path)  # atomic: an interrupted save never leaves a half-written checkpoint
+
+
+def _resume(path: Path, model, optimizer, config: ExperimentConfig) -> TrainResult:
+    state = torch.load(path, map_location="cpu", weights_only=False)
+    if state["config"] != config.model_dump(mode="json"):
+        raise ValueError(
+            f"checkpoint {path} was written by a different configuration; "
+            "delete it or point the run at another checkpoint file"
+        )
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    torch.set_rng_state(state["rng"])
+    return TrainResult(history=state["history"], train_seconds=state["train_seconds"])
+
+
+def train(
+    model: Seq2Seq,
+    train_data: EncodedExamples,
+    validation_data: EncodedExamples,
+    config: ExperimentConfig,
+    max_length: int,
+    on_epoch: EpochCallback | None = None,
+    checkpoint: Path | None = None,
+) -> TrainResult:
+    """Train ``model`` in place for up to ``config.epochs`` epochs.
+
+    Every epoch ends with a validation pass (loss, greedy exact match), the callback and, when
+    ``checkpoint`` is given, a checkpoint there. If that file already exists (same config), training
+    resumes after its last epoch. Stops early once validation exact match reaches
+    ``config.target_exact_match``. Raises TrainingDiverged on a NaN/inf loss. Deterministic for a
+    fixed seed on the CPU: the batch order of epoch e depends only on (seed, e).
+    """
+    device = next(model.parameters()).device
+    train_data, validation_data = train_data.to(device), validation_data.to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+    result = TrainResult()
+    if checkpoint is not None and checkpoint.exists():
+        result = _resume(checkpoint, model, optimizer, config)
+        if _reached_target(result.history, config):
+            result.stopped_early = True
+            return result
+    for epoch in range(len(result.history) + 1, config.epochs + 1):
+        started = time.perf_counter()
+        model.train()
+        order = torch.randperm(len(train_data), generator=torch.Generator().manual_seed(config.seed * 100_003 + epoch))
+        loss_sum, seen = 0.0, 0
+        for start in range(0, len(train_data), config.batch_size):
+            batch = train_data.rows(order[start : start + config.batch_size].to(device))
+            loss = _loss(model, batch, config.teacher_forcing)
+            if not math.isfinite(loss.item()):
+                raise TrainingDiverged(f"loss became {loss.item()} at epoch {epoch}; lower the learning rate")
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
+            optimizer.step()
+            loss_sum += loss.item() * len(batch)
+            seen += len(batch)
+        train_seconds = time.perf_counter() - started
+        metrics = {
+            "epoch": epoch,
+            "train_loss": loss_sum / seen,
+            **validation_metrics(model, validation_data, max_length),
+            "seconds": time.perf_counter() - started,
+            "samples_per_second": seen / train_seconds,
+        }
+        result.history.append(metrics)
+        result.train_seconds += metrics["seconds"]
+        if checkpoint is not None:
+            _save_checkpoint(checkpoint, model, optimizer, result, config)
+        if on_epoch is not None:
+            on_epoch(metrics)
+        if _reached_target(result.history, config):
+            result.stopped_early = True
+            break
+    return result
+
+
+def _reached_target(history: list[dict[str, float]], config: ExperimentConfig) -> bool:
+    target = config.target_exact_match
+    return bool(history) and target is not None and history[-1]["val_exact_match"] >= target

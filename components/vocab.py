@@ -1,0 +1,62 @@
+"""Character vocabularies with PAD/SOS/EOS/UNK, and padding of id sequences into batches."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import torch
+from torch import Tensor
+
+PAD, SOS, EOS, UNK = 0, 1, 2, 3
+SPECIALS = ("<pad>", "<sos>", "<eos>", "<unk>")
+
+
+@dataclass(frozen=True)
+class Vocab:
+    """Character <-> id mapping. Ids 0-3 are PAD, SOS, EOS, UNK; characters follow in order."""
+
+    chars: tuple[str, ...]
+
+    @classmethod
+    def from_alphabet(cls, alphabet: Iterable[str]) -> "Vocab":
+        """A vocabulary of the distinct characters of ``alphabet``, sorted."""
+        return cls(tuple(sorted(set(alphabet))))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_ids", {ch: i + len(SPECIALS) for i, ch in enumerate(self.chars)})
+
+    def __len__(self) -> int:
+        return len(SPECIALS) + len(self.chars)
+
+    def token(self, idx: int) -> str:
+        """The character of id ``idx`` (specials as ``<pad>`` etc.)."""
+        return SPECIALS[idx] if idx < len(SPECIALS) else self.chars[idx - len(SPECIALS)]
+
+    def encode(self, text: str, sos: bool = False, eos: bool = False) -> list[int]:
+        """Ids of ``text``'s characters (UNK for unknown ones), optionally framed by SOS/EOS."""
+        ids = [self._ids.get(ch, UNK) for ch in text]  # type: ignore[attr-defined]
+        return ([SOS] if sos else []) + ids + ([EOS] if eos else [])
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """The string up to the first EOS, skipping PAD and SOS."""
+        out = []
+        for idx in ids:
+            if idx == EOS:
+                break
+            if idx not in (PAD, SOS):
+                out.append(self.token(idx))
+        return "".join(out)
+
+
+def pad_batch(sequences: Sequence[Sequence[int]], length: int | None = None) -> tuple[Tensor, Tensor]:
+    """Right-pad id sequences with PAD.
+
+    Returns ids long [B, L] and mask bool [B, L] (True on real tokens); L = ``length`` or the
+    longest sequence.
+    """
+    width = max((len(s) for s in sequences), default=0) if length is None else length
+    ids = torch.full((len(sequences), width), PAD, dtype=torch.long)
+    for row, seq in enumerate(sequences):
+        ids[row, : len(seq)] = torch.as_tensor(seq, dtype=torch.long)
+    return ids, ids != PAD

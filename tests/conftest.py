@@ -1,0 +1,41 @@
+"""Shared fixtures: tiny sizes, fixed seeds, and throw-away plugin distributions."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+
+@pytest.fixture(autouse=True)
+def _seed() -> None:
+    torch.manual_seed(42)
+
+
+@pytest.fixture
+def make_distribution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Put a tiny installed distribution on sys.path: modules plus entry points, as a third party
+    would ship them. Returns a function (name, entry_points, modules) -> its folder."""
+
+    def make(name: str, entry_points: dict[str, dict[str, str]], modules: dict[str, str]) -> Path:
+        root = tmp_path / f"site-{name}"
+        root.mkdir()
+        for filename, source in modules.items():
+            (root / filename).write_text(textwrap.dedent(source))
+        info = root / f"{name.replace('-', '_')}-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+        lines = []
+        for group, eps in entry_points.items():
+            lines.append(f"[{group}]")
+            lines.extend(f"{ep} = {target}" for ep, target in eps.items())
+        (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
+        monkeypatch.syspath_prepend(str(root))
+        return root
+
+    yield make
+    for module in [m for m in sys.modules if m.startswith("thirdparty_")]:
+        del sys.modules[module]
