@@ -11,6 +11,11 @@ from attnlab.model import Seq2Seq
 from attnlab.vocab import EOS, PAD, SOS
 
 
+def default_max_length(source_length: int) -> int:
+    """Decoding steps allowed for a source of this length (EOS included), unless told otherwise."""
+    return 2 * source_length + 16
+
+
 class Decoded(NamedTuple):
     """tokens: long [B, T] (PAD after EOS); weights: [B, T, Ls] or None;
     head_weights: [B, H, T, Ls] or None. Step t's weights are those used to emit tokens[:, t]."""

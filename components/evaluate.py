@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from attnlab.data import EncodedExamples, encode_examples
-from attnlab.decode import beam_search, greedy_decode
+from attnlab.decode import beam_search, default_max_length, greedy_decode
 from attnlab.model import Seq2Seq
 from attnlab.plugins import Example
 
@@ -31,10 +31,16 @@ class Evaluation:
 
 
 def decode_texts(
-    model: Seq2Seq, data: EncodedExamples, max_length: int, batch_size: int = 1024, beam_size: int = 1
+    model: Seq2Seq,
+    data: EncodedExamples,
+    max_length: int | None = None,
+    batch_size: int = 1024,
+    beam_size: int = 1,
 ) -> list[str]:
-    """Predicted strings for every row of ``data``, decoded in batches."""
+    """Predicted strings for every row of ``data``, decoded in batches of ``batch_size``;
+    ``max_length`` bounds the steps (default: :func:`default_max_length` of the sources)."""
     model.eval()
+    max_length = max_length or default_max_length(data.src.shape[1])
     texts: list[str] = []
     for start in range(0, len(data), batch_size):
         src = data.src[start : start + batch_size]
@@ -137,11 +143,12 @@ class AttentionTally:
 def evaluate(
     model: Seq2Seq,
     examples: list[Example],
-    max_length: int,
     beam_size: int = 1,
     batch_size: int = 1024,
+    max_length: int | None = None,
 ) -> Evaluation:
-    """Decode ``examples`` and compute every metric; ``max_length`` bounds the decoding steps."""
+    """Decode ``examples`` (greedy, or beam search with ``beam_size`` > 1) and compute every
+    metric; ``max_length`` bounds the decoding steps."""
     device = next(model.parameters()).device
     data = encode_examples(examples, model.src_vocab, model.tgt_vocab).to(device)
     predictions = decode_texts(model, data, max_length, batch_size, beam_size)

@@ -46,7 +46,7 @@ def _loss(model: Seq2Seq, batch: EncodedExamples, teacher_forcing: float) -> tor
 
 
 @torch.no_grad()
-def validation_metrics(model: Seq2Seq, data: EncodedExamples, max_length: int) -> dict[str, float]:
+def validation_metrics(model: Seq2Seq, data: EncodedExamples, max_length: int | None = None) -> dict[str, float]:
     """Teacher-forced loss and greedy exact match on ``data``."""
     model.eval()
     loss = float(_loss(model, data, 1.0))
@@ -89,7 +89,7 @@ def train(
     train_data: EncodedExamples,
     validation_data: EncodedExamples,
     config: ExperimentConfig,
-    max_length: int,
+    max_length: int | None = None,
     on_epoch: EpochCallback | None = None,
     checkpoint: Path | None = None,
 ) -> TrainResult:

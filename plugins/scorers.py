@@ -11,7 +11,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnlab.plugins.attention import Attention, AttentionOutput, masked_softmax
+from attnlab.plugins.attention import (
+    Attention,
+    AttentionOutput,
+    dot_scores,
+    masked_softmax,
+    weighted_sum,
+)
 from attnlab.plugins.options import require_positive_int, require_probability
 
 
@@ -42,20 +48,26 @@ class DotAttention(Attention):
         _require_equal_dims(self)
 
     def score(self, query: Tensor, keys: Tensor) -> Tensor:
-        return torch.bmm(query, keys.transpose(1, 2))
+        return dot_scores(query, keys)
 
 
 class ScaledDotAttention(Attention):
-    """Transformer score: ``q . k / sqrt(d_k)``; training uses torch's fused kernel."""
+    """Transformer score: ``q . k / sqrt(d_k)``.
+
+    When the weights are not needed (training), several queries at once go through torch's fused
+    scaled_dot_product_attention; a single query (a decoder step) is faster on the explicit path.
+    """
 
     def __init__(self, query_dim: int, key_dim: int, **options) -> None:
         super().__init__(query_dim, key_dim, **options)
         _require_equal_dims(self)
 
     def score(self, query: Tensor, keys: Tensor) -> Tensor:
-        return torch.bmm(query, keys.transpose(1, 2)) / math.sqrt(self.key_dim)
+        return dot_scores(query, keys) / math.sqrt(self.key_dim)
 
     def context_only(self, query, keys, values, mask=None) -> Tensor:
+        if query.shape[1] == 1:
+            return self.forward(query, keys, values, mask).context
         attn_mask = None if mask is None else mask[:, None, :]  # [B, 1, Lk], broadcast over Lq
         return F.scaled_dot_product_attention(query, keys, values, attn_mask=attn_mask)
 
@@ -68,7 +80,7 @@ class GeneralAttention(Attention):
         self.W = nn.Linear(key_dim, query_dim, bias=False)
 
     def score(self, query: Tensor, keys: Tensor) -> Tensor:
-        return torch.bmm(query, self.W(keys).transpose(1, 2))
+        return dot_scores(query, self.W(keys))
 
 
 class AdditiveAttention(Attention):
@@ -145,18 +157,20 @@ class MultiHeadAttention(Attention):
     def score(self, query: Tensor, keys: Tensor) -> Tensor:
         """Head-averaged energies [B, Lq, Lk] (for inspection; forward works per head)."""
         q, k = self._split(self.q_proj(query)), self._split(self.k_proj(keys))
-        return (q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)).mean(dim=1)
+        return (dot_scores(q, k) / math.sqrt(self.head_dim)).mean(dim=1)
 
     def forward(self, query, keys, values, mask=None) -> AttentionOutput:
         q = self._split(self.q_proj(query))  # [B, H, Lq, Dh]
         k = self._split(self.k_proj(keys))  # [B, H, Lk, Dh]
         v = self._split(self.v_proj(values))  # [B, H, Lk, Dh]
-        head_weights = masked_softmax(q @ k.transpose(-2, -1) / math.sqrt(self.head_dim), mask)
+        head_weights = masked_softmax(dot_scores(q, k) / math.sqrt(self.head_dim), mask)
         dropped = F.dropout(head_weights, self.dropout, self.training)
-        context = self.out_proj(self._merge(dropped @ v))
+        context = self.out_proj(self._merge(weighted_sum(dropped, v)))
         return AttentionOutput(context, head_weights.mean(dim=1), head_weights)
 
     def context_only(self, query, keys, values, mask=None) -> Tensor:
+        if query.shape[1] == 1:
+            return self.forward(query, keys, values, mask).context
         q, k, v = self._split(self.q_proj(query)), self._split(self.k_proj(keys)), self._split(
             self.v_proj(values)
         )

@@ -1,0 +1,64 @@
+"""Predictions on raw strings, with the attention behind each one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from attnlab.decode import default_max_length, greedy_decode
+from attnlab.model import Seq2Seq
+from attnlab.plugins import Task
+from attnlab.vocab import EOS, pad_batch
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One input and its output.
+
+    weights: [len(output_tokens), len(source_tokens)] nested lists, or None without attention;
+    head_weights: [H, len(output_tokens), len(source_tokens)] for a multi-head scorer.
+    output_tokens ends with "<eos>" when the model emitted it.
+    """
+
+    source: str
+    output: str
+    source_tokens: list[str]
+    output_tokens: list[str]
+    weights: list[list[float]] | None
+    head_weights: list[list[list[float]]] | None
+
+
+def check_sources(texts: list[str], task: Task, model: Seq2Seq) -> None:
+    """Raise ValueError naming the first input that the task or the model cannot take."""
+    if not texts:
+        raise ValueError("no input given; pass at least one source string")
+    for text in texts:
+        task.validate_source(text)
+        limit = model.max_source_length
+        if limit is not None and len(text) > limit:
+            raise ValueError(f"{text!r} has {len(text)} characters; this model accepts at most {limit}")
+
+
+def predict(model: Seq2Seq, task: Task, texts: list[str], max_length: int | None = None) -> list[Prediction]:
+    """Greedy predictions for ``texts`` as one batch; validates them first (see check_sources)."""
+    check_sources(texts, task, model)
+    device = next(model.parameters()).device
+    src, mask = pad_batch([model.src_vocab.encode(text) for text in texts])
+    steps = max_length or default_max_length(src.shape[1])
+    model.eval()
+    decoded = greedy_decode(model, src.to(device), mask.to(device), steps)
+    results = []
+    for row, text in enumerate(texts):
+        tokens = decoded.tokens[row].tolist()
+        length = next((i + 1 for i, tok in enumerate(tokens) if tok == EOS), len(tokens))
+        out_tokens = [model.tgt_vocab.token(tok) for tok in tokens[:length]]
+        weights = heads = None
+        if decoded.weights is not None:
+            weights = decoded.weights[row, :length, : len(text)].tolist()
+        if decoded.head_weights is not None:
+            heads = decoded.head_weights[row, :, :length, : len(text)].tolist()
+        results.append(
+            Prediction(text, model.tgt_vocab.decode(tokens), list(text), out_tokens, weights, heads)
+        )
+    return results
