@@ -7,6 +7,7 @@ src_mask bool [B, Ls]; logits [B, Lt, V]; weights [B, Lt, Ls].
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnlab.plugins.attention import AttentionOutput
@@ -59,34 +60,53 @@ class RNNDecoder(Decoder):
         h = torch.tanh(self.bridge(memory.summary))
         return (h, torch.zeros_like(h)) if self.is_lstm else (h,)
 
-    def _advance(
-        self, embedded: Tensor, state: State, memory: EncoderOutput, src_mask: Tensor, need_weights: bool
-    ) -> tuple[Tensor, State, AttentionOutput]:
-        """embedded [B, E] -> (new hidden [B, H], new state, attention with Lq = 1)."""
-        query = state[0].unsqueeze(1)  # [B, 1, H]
-        keys = memory.outputs
+    def _attend(self, state: State, memory: EncoderOutput, src_mask: Tensor, need_weights: bool) -> AttentionOutput:
+        """Attention for the next step: query = previous state [B, 1, H]; Lq = 1."""
+        query, keys = state[0].unsqueeze(1), memory.outputs
         if need_weights:
-            attn = self.attention(query, keys, keys, src_mask)
-        else:
-            attn = AttentionOutput(self.attention.context_only(query, keys, keys, src_mask), None)
-        cell_in = torch.cat([embedded, attn.context[:, 0]], dim=-1)
-        new = self.cell(cell_in, state) if self.is_lstm else (self.cell(cell_in, state[0]),)
-        return new[0], tuple(new), attn
+            return self.attention(query, keys, keys, src_mask)
+        return AttentionOutput(self.attention.context_only(query, keys, keys, src_mask), None)
+
+    def _cell(self, input_gates: Tensor, context: Tensor, state: State) -> State:
+        """One recurrent step. input_gates [B, G] = W_ih[:, :E] x + b_ih for the embedded token,
+        context [B, C]; the cell's input is [embedding; context], split so the embedding part can
+        be computed for all steps at once. Same arithmetic as nn.GRUCell / nn.LSTMCell."""
+        w_context = self.cell.weight_ih[:, self.embedding_dim :]
+        gates_in = input_gates + F.linear(context, w_context)
+        gates_h = F.linear(state[0], self.cell.weight_hh, self.cell.bias_hh)
+        if self.is_lstm:
+            i, f, g, o = (gates_in + gates_h).chunk(4, dim=1)
+            c = torch.sigmoid(f) * state[1] + torch.sigmoid(i) * torch.tanh(g)
+            return (torch.sigmoid(o) * torch.tanh(c), c)
+        in_r, in_z, in_n = gates_in.chunk(3, dim=1)
+        h_r, h_z, h_n = gates_h.chunk(3, dim=1)
+        reset = torch.sigmoid(in_r + h_r)
+        update = torch.sigmoid(in_z + h_z)
+        candidate = torch.tanh(in_n + reset * h_n)
+        return (candidate + update * (state[0] - candidate),)
+
+    def _input_gates(self, tokens: Tensor) -> Tensor:
+        """tokens long [B, ...] -> the embedding's share of the cell's input gates [B, ..., G]."""
+        embedded = self.dropout(self.embedding(tokens))
+        return F.linear(embedded, self.cell.weight_ih[:, : self.embedding_dim], self.cell.bias_ih)
 
     def step(self, tokens, state, memory, src_mask):
-        embedded = self.dropout(self.embedding(tokens))
-        hidden, state, attn = self._advance(embedded, state, memory, src_mask, need_weights=True)
-        logits = self.out(self.dropout(torch.cat([hidden, attn.context[:, 0]], dim=-1)))
+        attn = self._attend(state, memory, src_mask, need_weights=True)
+        context = attn.context[:, 0]
+        state = self._cell(self._input_gates(tokens), context, state)
+        logits = self.out(self.dropout(torch.cat([state[0], context], dim=-1)))
         return logits, state, attn
 
     def forward(self, tgt_in, memory, src_mask, need_weights=True) -> DecoderOutput:
-        # Same arithmetic as step(), with the embedding and output layers run once for all steps.
-        embedded = self.dropout(self.embedding(tgt_in))  # [B, Lt, E]
+        # step() for all positions, with the embedding and output layers run once for all steps.
+        input_gates = self._input_gates(tgt_in)  # [B, Lt, G]
         state = self.start(memory, src_mask)
         hiddens, contexts, weights, heads = [], [], [], []
-        for t in range(tgt_in.shape[1]):
-            hidden, state, attn = self._advance(embedded[:, t], state, memory, src_mask, need_weights)
-            hiddens.append(hidden)
+        # unbind, not [:, t]: its backward stacks once instead of zero-filling [B, Lt, G] per step.
+        for step_gates in input_gates.unbind(1):
+            attn = self._attend(state, memory, src_mask, need_weights)
+            state = self._cell(step_gates, attn.context[:, 0], state)
+            hiddens.append(state[0])
             contexts.append(attn.context)
             weights.append(attn.weights)
             heads.append(attn.head_weights)

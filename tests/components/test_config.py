@@ -1,0 +1,54 @@
+"""The experiment config refuses bad values with messages that name them."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from pydantic import ValidationError
+
+from attnlab.config import ExperimentConfig
+from attnlab.model import build_model, build_task
+from attnlab.plugins import PluginError
+
+
+@pytest.mark.parametrize(
+    "field,value,message",
+    [
+        ("hidden_size", -4, "greater than 0"),
+        ("epochs", 0, "greater than 0"),
+        ("teacher_forcing", 1.5, "less than or equal to 1"),
+        ("device", "tpu", "unknown device 'tpu'"),
+        ("colour", "red", "Extra inputs are not permitted"),
+    ],
+)
+def test_bad_values_are_refused(field, value, message):
+    with pytest.raises(ValidationError, match=message):
+        ExperimentConfig(**{field: value})
+
+
+def test_config_is_frozen():
+    with pytest.raises(ValidationError):
+        ExperimentConfig().epochs = 3
+
+
+def test_auto_device_is_cpu_without_cuda():
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert ExperimentConfig().torch_device().type == expected
+
+
+@pytest.mark.parametrize(
+    "update,message",
+    [
+        ({"scorer": "cosine"}, "unknown scorer 'cosine'; available: additive, dot, general, multihead, none, scaled_dot"),
+        ({"encoder": "cnn"}, "unknown encoder 'cnn'; available: bigru, gru, lstm, transformer"),
+        ({"task": "sort"}, "unknown task 'sort'; available: date, date-formats, reverse"),
+        ({"scorer": "multihead", "scorer_options": {"heads": 5}}, "scorer 'multihead': heads=5 does not divide model_dim=128"),
+        ({"scorer": "dot", "encoder": "gru", "hidden_size": 8, "decoder_options": {"colour": 1}}, "unknown option"),
+        ({"encoder_options": {"layers": 0}}, "layers must be a positive integer, got 0"),
+        ({"task_options": {"min_year": 2030, "max_year": 2000}}, r"min_year \(2030\) must be <= max_year \(2000\)"),
+    ],
+)
+def test_bad_plugin_choices_are_plugin_errors(update, message):
+    config = ExperimentConfig(**update)
+    with pytest.raises(PluginError, match=message):
+        build_model(config, build_task(config))

@@ -1,0 +1,106 @@
+"""Training: the date task is learned, every plugin trains, runs are deterministic and resumable."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attnlab.config import ExperimentConfig
+from attnlab.data import encode_examples
+from attnlab.experiment import prepare_data, run_experiment, train_model
+from attnlab.model import build_model
+from attnlab.plugins import list_plugins
+from attnlab.train import TrainingDiverged, train
+
+TINY = dict(hidden_size=16, embedding_dim=8, train_size=128, validation_size=32, test_size=32, batch_size=32, epochs=1)
+
+
+@pytest.mark.slow
+def test_date_task_reaches_99_percent_on_unseen_dates():
+    result = run_experiment(ExperimentConfig(epochs=3))  # the defaults, capped at 3 epochs
+    assert result.evaluation.metrics["exact_match"] >= 0.99
+    seen = {ex.target for ex in result.splits.train}
+    assert not seen & {ex.target for ex in result.splits.test}  # the test dates are unseen
+
+
+@pytest.mark.parametrize("scorer", list_plugins("scorers"))
+@pytest.mark.parametrize("decoder", list_plugins("decoders"))
+def test_every_scorer_trains_with_every_decoder(scorer, decoder):
+    options = {"heads": 2} if scorer == "multihead" else {}
+    config = ExperimentConfig(scorer=scorer, scorer_options=options, decoder=decoder, **TINY)
+    result = run_experiment(config)
+    assert torch.isfinite(torch.tensor(result.training.history[0]["train_loss"]))
+    assert 0.0 <= result.evaluation.metrics["exact_match"] <= 1.0
+
+
+@pytest.mark.parametrize("encoder", list_plugins("encoders"))
+def test_every_encoder_trains_on_padded_sources(encoder):
+    config = ExperimentConfig(task="reverse", task_options={"min_length": 3, "max_length": 9}, encoder=encoder, **TINY)
+    result = run_experiment(config)
+    assert result.evaluation.metrics["pad_attention_mass"] == 0.0
+    assert len(result.evaluation.per_length) > 1
+
+
+def test_lstm_decoder_cell_and_teacher_forcing_below_one_train():
+    config = ExperimentConfig(decoder_options={"cell": "lstm"}, teacher_forcing=0.5, **TINY)
+    assert run_experiment(config).training.history[0]["train_loss"] > 0
+
+
+def test_same_seed_same_run_on_cpu():
+    config = ExperimentConfig(device="cpu", target_exact_match=None, **{**TINY, "epochs": 2})
+    first, second = run_experiment(config), run_experiment(config)
+    assert first.training.history[-1]["train_loss"] == second.training.history[-1]["train_loss"]
+    for a, b in zip(first.model.state_dict().values(), second.model.state_dict().values()):
+        assert torch.equal(a, b)
+
+
+def test_resume_from_checkpoint_continues_where_it_stopped(tmp_path):
+    config = ExperimentConfig(device="cpu", target_exact_match=None, **{**TINY, "epochs": 3})
+    task, splits = prepare_data(config)
+    straight, _ = train_model(config, task, splits)
+
+    checkpoint = tmp_path / "checkpoint.pt"
+    calls = []
+
+    def stop_after_two(metrics):
+        calls.append(metrics["epoch"])
+        if metrics["epoch"] == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train_model(config, task, splits, on_epoch=stop_after_two, checkpoint=checkpoint)
+    assert checkpoint.exists()
+    resumed, result = train_model(config, task, splits, on_epoch=lambda m: calls.append(m["epoch"]), checkpoint=checkpoint)
+    assert calls == [1, 2, 3]
+    assert [m["epoch"] for m in result.history] == [1, 2, 3]
+    for a, b in zip(straight.state_dict().values(), resumed.state_dict().values()):
+        torch.testing.assert_close(a, b)
+
+
+def test_checkpoint_of_another_config_is_refused(tmp_path):
+    config = ExperimentConfig(**TINY)
+    task, splits = prepare_data(config)
+    checkpoint = tmp_path / "checkpoint.pt"
+    train_model(config, task, splits, checkpoint=checkpoint)
+    other = config.model_copy(update={"learning_rate": 0.1})
+    with pytest.raises(ValueError, match="different configuration"):
+        train_model(other, task, splits, checkpoint=checkpoint)
+
+
+def test_early_stop_at_target_exact_match():
+    config = ExperimentConfig(epochs=10, target_exact_match=0.5, train_size=2000, validation_size=100, test_size=100)
+    result = run_experiment(config)
+    assert result.training.stopped_early
+    assert len(result.training.history) < 10
+    assert result.training.history[-1]["val_exact_match"] >= 0.5
+
+
+def test_nan_loss_is_reported():
+    config = ExperimentConfig(**TINY)
+    task, splits = prepare_data(config)
+    model = build_model(config, task)
+    with torch.no_grad():
+        model.decoder.out.bias.fill_(float("nan"))
+    encode = lambda exs: encode_examples(exs, model.src_vocab, model.tgt_vocab)  # noqa: E731
+    with pytest.raises(TrainingDiverged, match="lower the learning rate"):
+        train(model, encode(splits.train), encode(splits.validation), config)

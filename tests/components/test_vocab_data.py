@@ -1,0 +1,55 @@
+"""Vocabularies, padding, and splits that share no value."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attnlab.data import encode_examples, make_splits
+from attnlab.plugins import create_plugin
+from attnlab.vocab import EOS, PAD, SOS, UNK, Vocab, pad_batch
+
+
+def test_vocab_round_trip_and_specials():
+    vocab = Vocab.from_alphabet("0123456789年月日")
+    assert len(vocab) == 4 + 13
+    ids = vocab.encode("2023年", sos=True, eos=True)
+    assert ids[0] == SOS and ids[-1] == EOS and PAD not in ids
+    assert vocab.decode(ids + [PAD, PAD]) == "2023年"
+    assert vocab.decode(vocab.encode("12") + [EOS] + vocab.encode("99")) == "12"  # stops at EOS
+    assert vocab.encode("x") == [UNK]
+
+
+def test_pad_batch_pads_and_masks():
+    ids, mask = pad_batch([[5, 6, 7], [8]])
+    assert ids.tolist() == [[5, 6, 7], [8, PAD, PAD]]
+    assert mask.tolist() == [[True, True, True], [True, False, False]]
+
+
+@pytest.mark.parametrize("task_name", ["date", "date-formats", "reverse"])
+def test_splits_are_disjoint_by_value_and_deterministic(task_name):
+    task = create_plugin("tasks", task_name)
+    splits = make_splits(task, (600, 100, 200), seed=3)
+    assert [len(s) for _, s in splits.items()] == [600, 100, 200]
+    keys = [{task.key(ex) for ex in split} for _, split in splits.items()]
+    assert not (keys[0] & keys[1] or keys[0] & keys[2] or keys[1] & keys[2])
+    assert make_splits(task, (600, 100, 200), seed=3) == splits
+    assert make_splits(task, (600, 100, 200), seed=4) != splits
+
+
+def test_asking_for_more_values_than_the_task_has_is_an_error():
+    task = create_plugin("tasks", "date", min_year=2020, max_year=2020)
+    with pytest.raises(ValueError, match="asked for 400 examples .* only 366 distinct values"):
+        make_splits(task, (300, 50, 50), seed=0)
+
+
+def test_encode_examples_frames_targets():
+    task = create_plugin("tasks", "reverse", min_length=2, max_length=4)
+    examples = task.generate(5, seed=1)
+    src_vocab, tgt_vocab = Vocab.from_alphabet(task.source_alphabet), Vocab.from_alphabet(task.target_alphabet)
+    data = encode_examples(examples, src_vocab, tgt_vocab)
+    assert data.tgt[:, 0].eq(SOS).all()
+    assert data.source_lengths.tolist() == [len(ex.source) for ex in examples]
+    for row, ex in enumerate(examples):
+        assert tgt_vocab.decode(data.tgt[row, 1:].tolist()) == ex.target
+        assert torch.equal(data.src_mask[row].sum(), torch.tensor(len(ex.source)))
