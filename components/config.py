@@ -30,13 +30,13 @@ class ExperimentConfig(BaseModel):
     embedding_dim: PositiveInt = 64
     hidden_size: PositiveInt = 128
 
-    train_size: PositiveInt = Field(4000, description="training examples")
+    train_size: PositiveInt = Field(2500, description="training examples")
     validation_size: PositiveInt = Field(500, description="validation examples (early stopping)")
     test_size: PositiveInt = Field(1000, description="held-out test examples")
 
     epochs: PositiveInt = 20
     batch_size: PositiveInt = 64
-    learning_rate: PositiveFloat = 3e-3
+    learning_rate: PositiveFloat = 5e-3
     clip_norm: PositiveFloat = Field(1.0, description="gradient clipping (max global norm)")
     teacher_forcing: float = Field(
         1.0, ge=0.0, le=1.0, description="probability of feeding the gold previous token"

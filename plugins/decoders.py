@@ -67,11 +67,15 @@ class RNNDecoder(Decoder):
             return self.attention(query, keys, keys, src_mask)
         return AttentionOutput(self.attention.context_only(query, keys, keys, src_mask), None)
 
-    def _cell(self, input_gates: Tensor, context: Tensor, state: State) -> State:
+    def _context_weight(self) -> Tensor:
+        """The context's columns of the cell's input weight, [G, C], contiguous (a strided slice
+        makes every step's matmul several times slower)."""
+        return self.cell.weight_ih[:, self.embedding_dim :].contiguous()
+
+    def _cell(self, input_gates: Tensor, context: Tensor, state: State, w_context: Tensor) -> State:
         """One recurrent step. input_gates [B, G] = W_ih[:, :E] x + b_ih for the embedded token,
         context [B, C]; the cell's input is [embedding; context], split so the embedding part can
         be computed for all steps at once. Same arithmetic as nn.GRUCell / nn.LSTMCell."""
-        w_context = self.cell.weight_ih[:, self.embedding_dim :]
         gates_in = input_gates + F.linear(context, w_context)
         gates_h = F.linear(state[0], self.cell.weight_hh, self.cell.bias_hh)
         if self.is_lstm:
@@ -93,19 +97,20 @@ class RNNDecoder(Decoder):
     def step(self, tokens, state, memory, src_mask):
         attn = self._attend(state, memory, src_mask, need_weights=True)
         context = attn.context[:, 0]
-        state = self._cell(self._input_gates(tokens), context, state)
+        state = self._cell(self._input_gates(tokens), context, state, self._context_weight())
         logits = self.out(self.dropout(torch.cat([state[0], context], dim=-1)))
         return logits, state, attn
 
     def forward(self, tgt_in, memory, src_mask, need_weights=True) -> DecoderOutput:
         # step() for all positions, with the embedding and output layers run once for all steps.
         input_gates = self._input_gates(tgt_in)  # [B, Lt, G]
+        w_context = self._context_weight()
         state = self.start(memory, src_mask)
         hiddens, contexts, weights, heads = [], [], [], []
         # unbind, not [:, t]: its backward stacks once instead of zero-filling [B, Lt, G] per step.
         for step_gates in input_gates.unbind(1):
             attn = self._attend(state, memory, src_mask, need_weights)
-            state = self._cell(step_gates, attn.context[:, 0], state)
+            state = self._cell(step_gates, attn.context[:, 0], state, w_context)
             hiddens.append(state[0])
             contexts.append(attn.context)
             weights.append(attn.weights)

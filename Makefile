@@ -1,0 +1,28 @@
+# Set-up, the main job and the tests. `make run` and `make test` each set up .venv first.
+PYTHON ?= python3
+VENV ?= .venv
+# The CPU build of torch: a bare `torch` requirement pulls a multi-GB CUDA build on Linux.
+# Elsewhere: make TORCH_INSTALL="torch --index-url https://download.pytorch.org/whl/cpu"
+TORCH_INSTALL ?= torch==2.13.0
+
+.PHONY: setup run test benchmarks clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check $(TORCH_INSTALL)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -e ".[dev]"
+	touch $@
+
+run: setup
+	$(VENV)/bin/attnlab train
+
+test: setup
+	$(VENV)/bin/python -m pytest
+
+benchmarks: setup
+	cd benchmarks && ../$(VENV)/bin/python bench_attention.py && ../$(VENV)/bin/python bench_decoding.py && ../$(VENV)/bin/python bench_training.py
+
+clean:
+	rm -rf $(VENV) *.egg-info

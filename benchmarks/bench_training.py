@@ -1,0 +1,150 @@
+"""Training speed of attnlab against the seed tutorial's own loop, in one run.
+
+1. Throughput (samples/s) at the seed's model size (embedding 64, GRU hidden 128, scaled-dot
+   attention): the reference at its batch size 32, attnlab at several batch sizes.
+2. Time to >= 99.9% exact match on unseen dates: the reference with the tutorial's settings,
+   attnlab with its defaults. Only optimisation time counts; after every epoch both are scored
+   (untimed) on the same 1,000 held-out real dates that neither saw in training.
+
+Run: python benchmarks/bench_training.py [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import time
+
+import torch
+
+import seed_reference as ref
+from attnlab.config import ExperimentConfig
+from attnlab.data import encode_examples
+from attnlab.evaluate import decode_texts, exact_match
+from attnlab.experiment import prepare_data
+from attnlab.model import build_model
+from attnlab.plugins import Example, create_plugin
+from attnlab.train import _loss, train
+
+TARGET = 0.999
+
+
+def reference_throughput(epochs: int) -> float:
+    """Median samples/s over ``epochs`` epochs of the tutorial's loop (batch 32, 3000 dates)."""
+    model, optimizer, criterion = ref.make_reference(seed=0)
+    loader = ref.make_loader(3000, seed=0)
+    rates = []
+    for _ in range(epochs):
+        started = time.perf_counter()
+        _, seen = ref.train_epoch(model, loader, optimizer, criterion)
+        rates.append(seen / (time.perf_counter() - started))
+    return statistics.median(rates)
+
+
+def attnlab_throughput(batch_size: int, epochs: int) -> float:
+    """Median samples/s of attnlab's optimisation steps at the seed's model size."""
+    config = ExperimentConfig(batch_size=batch_size, train_size=3000, embedding_dim=64, hidden_size=128)
+    task, splits = prepare_data(config)
+    model = build_model(config, task)
+    data = encode_examples(splits.train, model.src_vocab, model.tgt_vocab)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+    model.train()
+    rates = []
+    for _ in range(epochs):
+        started = time.perf_counter()
+        for start in range(0, len(data), batch_size):
+            loss = _loss(model, data.rows(slice(start, start + batch_size)), 1.0)
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
+            optimizer.step()
+        rates.append(len(data) / (time.perf_counter() - started))
+    return statistics.median(rates)
+
+
+def unseen_test_dates(exclude: set[str], n: int = 1000) -> list[Example]:
+    """``n`` distinct real dates in the tutorial's range whose source is not in ``exclude``."""
+    task = create_plugin("tasks", "date", min_year=2000, max_year=2030)
+    rng, picked = random.Random(12345), {}
+    while len(picked) < n:
+        ex = task.sample(rng)
+        if ex.source not in exclude:
+            picked[ex.source] = ex
+    return list(picked.values())
+
+
+def reference_time_to_target(max_epochs: int) -> tuple[float | None, int, float]:
+    """(train seconds until unseen exact match >= TARGET or None, epochs run, last exact match)."""
+    model, optimizer, criterion = ref.make_reference(seed=0)
+    dataset = ref.DateDataset(3000, seed=0)
+    loader = torch.utils.data.DataLoader(dataset, batch_size=ref.BATCH_SIZE, shuffle=True)
+    seen = {src for src, _ in dataset.data}
+    test = unseen_test_dates(seen)
+    spent, score = 0.0, 0.0
+    for epoch in range(1, max_epochs + 1):
+        model.train()
+        started = time.perf_counter()
+        ref.train_epoch(model, loader, optimizer, criterion)
+        spent += time.perf_counter() - started
+        score = sum(ref.predict_one(model, ex.source) == ex.target for ex in test) / len(test)
+        if score >= TARGET:
+            return spent, epoch, score
+    return None, max_epochs, score
+
+
+class _Reached(Exception):
+    pass
+
+
+def attnlab_time_to_target(max_epochs: int) -> tuple[float | None, int, float]:
+    """The same measurement for attnlab's default configuration."""
+    config = ExperimentConfig(epochs=max_epochs, target_exact_match=None)
+    task, splits = prepare_data(config)
+    model = build_model(config, task)
+    encode = lambda examples: encode_examples(examples, model.src_vocab, model.tgt_vocab)  # noqa: E731
+    test = unseen_test_dates({ex.source for ex in splits.train})
+    test_data, targets = encode(test), [ex.target for ex in test]
+    progress = {"spent": 0.0, "epoch": 0, "score": 0.0}
+
+    def after_epoch(metrics: dict) -> None:
+        progress["spent"] += metrics["train_seconds"]
+        progress["epoch"] = metrics["epoch"]
+        progress["score"] = exact_match(decode_texts(model, test_data), targets)
+        if progress["score"] >= TARGET:
+            raise _Reached
+
+    try:
+        train(model, encode(splits.train), encode(splits.validation), config, on_epoch=after_epoch)
+    except _Reached:
+        return progress["spent"], progress["epoch"], progress["score"]
+    return None, progress["epoch"], progress["score"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3, help="epochs (throughput) / runs (time to target)")
+    parser.add_argument("--max-epochs", type=int, default=20)
+    args = parser.parse_args()
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads\n")
+
+    print("Training throughput at the seed's model size (median samples/s)")
+    base = reference_throughput(args.repeats)
+    print(f"  reference (tutorial loop, batch 32)   {base:8.0f}")
+    for batch in (32, 128, 256, 512):
+        rate = attnlab_throughput(batch, args.repeats)
+        print(f"  attnlab batch {batch:<4}                  {rate:8.0f}   {rate / base:4.1f}x")
+
+    print(f"\nTime to >= {TARGET:.1%} exact match on 1,000 unseen dates (median train seconds)")
+    for name, measure in (("reference (tutorial settings)", reference_time_to_target), ("attnlab defaults", attnlab_time_to_target)):
+        runs = [measure(args.max_epochs) for _ in range(args.repeats)]
+        times = [spent for spent, _, _ in runs if spent is not None]
+        detail = ", ".join(f"{'-' if s is None else f'{s:.1f}s'} @ epoch {e} ({score:.2%})" for s, e, score in runs)
+        if len(times) == len(runs):
+            print(f"  {name:<32} {statistics.median(times):6.1f} s   [{detail}]")
+        else:
+            print(f"  {name:<32} not reached in {args.max_epochs} epochs in {len(runs) - len(times)} run(s)   [{detail}]")
+
+
+if __name__ == "__main__":
+    main()
