@@ -20,6 +20,11 @@ class ExperimentConfig(BaseModel):
 
     task: str = Field("date", description="task plugin name (attnlab.tasks)")
     task_options: dict[str, Any] = Field(default_factory=dict)
+    test_task_options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="task options overriding task_options for the test split only "
+        "(e.g. longer sources than training saw)",
+    )
     scorer: str = Field("scaled_dot", description="attention scorer plugin name (attnlab.scorers)")
     scorer_options: dict[str, Any] = Field(default_factory=dict)
     encoder: str = Field("gru", description="encoder plugin name (attnlab.encoders)")

@@ -29,37 +29,51 @@ class Splits:
         return [(name, getattr(self, name)) for name in SPLIT_NAMES]
 
 
-def make_splits(task: Task, sizes: tuple[int, int, int], seed: int) -> Splits:
-    """Draw ``sum(sizes)`` examples with distinct keys from ``task`` and cut them into splits.
+def draw_distinct(task: Task, n: int, rng: random.Random, exclude: set[str] = frozenset()) -> list[Example]:
+    """``n`` examples of ``task`` with distinct keys, none of them in ``exclude``.
 
-    Deterministic for a seed. Raises ValueError when the task has fewer distinct values than
-    asked for.
+    Raises ValueError when the task cannot produce that many (its space is too small).
     """
-    total = sum(sizes)
     space = task.space_size
-    if space is not None and total > space:
+    if space is not None and n + len(exclude) > space:
         raise ValueError(
-            f"asked for {total} examples ({'+'.join(map(str, sizes))}) but task "
-            f"{type(task).__name__} has only {space} distinct values; ask for at most {space}"
+            f"asked for {n + len(exclude)} distinct examples but task {type(task).__name__} has "
+            f"only {space} distinct values; ask for at most {space} in all"
         )
-    rng = random.Random(seed)
     by_key: dict[str, Example] = {}
-    attempts = 0
     # Rejection sampling; allowing 50x the draws keeps near-full spaces finishable yet bounded.
-    while len(by_key) < total:
-        attempts += 1
-        if attempts > 50 * total + 1000:
-            raise ValueError(
-                f"could only draw {len(by_key)} distinct examples of {total} from the task; "
-                "ask for fewer or widen the task's options"
-            )
+    for _ in range(50 * n + 1000):
+        if len(by_key) == n:
+            return list(by_key.values())
         example = task.sample(rng)
-        by_key.setdefault(task.key(example), example)
-    examples = list(by_key.values())
-    n_train, n_val, _ = sizes
-    return Splits(
-        examples[:n_train], examples[n_train : n_train + n_val], examples[n_train + n_val :]
+        key = task.key(example)
+        if key not in exclude:
+            by_key.setdefault(key, example)
+    if len(by_key) == n:
+        return list(by_key.values())
+    raise ValueError(
+        f"could only draw {len(by_key)} distinct examples of {n} from {type(task).__name__}; "
+        "ask for fewer or widen the task's options"
     )
+
+
+def make_splits(task: Task, sizes: tuple[int, int, int], seed: int, test_task: Task | None = None) -> Splits:
+    """Train, validation and test splits of the given sizes, no key shared between them.
+
+    ``test_task`` (default: ``task``) draws the test split, e.g. the same task with longer
+    sources than training ever saw. Deterministic for a seed.
+    """
+    n_train, n_val, n_test = sizes
+    rng = random.Random(seed)
+    seen = draw_distinct(task, n_train + n_val, rng)
+    if test_task is None and task.space_size is not None and sum(sizes) > task.space_size:
+        raise ValueError(
+            f"asked for {sum(sizes)} examples ({'+'.join(map(str, sizes))}) but task "
+            f"{type(task).__name__} has only {task.space_size} distinct values; ask for at most "
+            f"{task.space_size}"
+        )
+    test = draw_distinct(test_task or task, n_test, rng, exclude={task.key(ex) for ex in seen})
+    return Splits(seen[:n_train], seen[n_train:], test)
 
 
 @dataclass(frozen=True)

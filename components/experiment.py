@@ -32,8 +32,9 @@ class ExperimentResult:
 def prepare_data(config: ExperimentConfig) -> tuple[Task, Splits]:
     """The configured task and its train/validation/test splits (disjoint by value)."""
     task = build_task(config)
+    test_task = build_task(config, split="test") if config.test_task_options else None
     sizes = (config.train_size, config.validation_size, config.test_size)
-    return task, make_splits(task, sizes, config.seed)
+    return task, make_splits(task, sizes, config.seed, test_task)
 
 
 def train_model(

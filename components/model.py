@@ -65,9 +65,13 @@ class Seq2Seq(nn.Module):
         return DecoderOutput(torch.stack(logits, dim=1), None)
 
 
-def build_task(config: ExperimentConfig) -> Task:
-    """The task plugin named in ``config`` with its options."""
-    return create_plugin("tasks", config.task, **config.task_options)
+def build_task(config: ExperimentConfig, split: str = "train") -> Task:
+    """The task plugin named in ``config`` with its options; for ``split="test"`` the options
+    are updated with ``config.test_task_options``."""
+    options = dict(config.task_options)
+    if split == "test":
+        options.update(config.test_task_options)
+    return create_plugin("tasks", config.task, **options)
 
 
 def build_model(config: ExperimentConfig, task: Task) -> Seq2Seq:

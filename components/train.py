@@ -22,7 +22,8 @@ from attnlab.model import Seq2Seq
 from attnlab.vocab import PAD
 
 #: Called after every epoch with that epoch's metrics (epoch, train_loss, val_loss,
-#: val_exact_match, seconds, samples_per_second).
+#: val_exact_match, seconds (the whole epoch), train_seconds (its optimisation steps alone),
+#: samples_per_second).
 EpochCallback = Callable[[dict[str, float]], None]
 
 
@@ -132,6 +133,7 @@ def train(
             "train_loss": loss_sum / seen,
             **validation_metrics(model, validation_data, max_length),
             "seconds": time.perf_counter() - started,
+            "train_seconds": train_seconds,
             "samples_per_second": seen / train_seconds,
         }
         result.history.append(metrics)

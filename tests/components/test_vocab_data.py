@@ -39,7 +39,7 @@ def test_splits_are_disjoint_by_value_and_deterministic(task_name):
 
 def test_asking_for_more_values_than_the_task_has_is_an_error():
     task = create_plugin("tasks", "date", min_year=2020, max_year=2020)
-    with pytest.raises(ValueError, match="asked for 400 examples .* only 366 distinct values"):
+    with pytest.raises(ValueError, match="asked for 400 .* only 366 distinct values"):
         make_splits(task, (300, 50, 50), seed=0)
 
 
@@ -53,3 +53,13 @@ def test_encode_examples_frames_targets():
     for row, ex in enumerate(examples):
         assert tgt_vocab.decode(data.tgt[row, 1:].tolist()) == ex.target
         assert torch.equal(data.src_mask[row].sum(), torch.tensor(len(ex.source)))
+
+
+def test_test_split_can_come_from_longer_sources():
+    task = create_plugin("tasks", "reverse", min_length=5, max_length=10)
+    longer = create_plugin("tasks", "reverse", min_length=5, max_length=20)
+    splits = make_splits(task, (300, 50, 400), seed=0, test_task=longer)
+    assert max(len(ex.source) for ex in splits.train + splits.validation) <= 10
+    assert max(len(ex.source) for ex in splits.test) > 10
+    seen = {ex.target for ex in splits.train + splits.validation}
+    assert not seen & {ex.target for ex in splits.test}
