@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from torch import Tensor
 
 from attnlab.plugins import Example, Task
-from attnlab.vocab import Vocab, pad_batch
+from attnlab.vocab import PAD, Vocab, pad_batch
 
 SPLIT_NAMES = ("train", "validation", "test")
 
@@ -95,6 +95,12 @@ class EncodedExamples:
     def rows(self, index: slice | Tensor) -> "EncodedExamples":
         """The rows selected by ``index`` (a slice or a long index tensor)."""
         return EncodedExamples(self.src[index], self.src_mask[index], self.tgt[index], self.source_lengths[index])
+
+    def trimmed(self) -> "EncodedExamples":
+        """The same rows without the padding columns that no row needs."""
+        src_len = int(self.source_lengths.max())
+        tgt_len = int((self.tgt != PAD).sum(dim=1).max())
+        return EncodedExamples(self.src[:, :src_len], self.src_mask[:, :src_len], self.tgt[:, :tgt_len], self.source_lengths)
 
     def to(self, device) -> "EncodedExamples":
         return EncodedExamples(*(t.to(device) for t in (self.src, self.src_mask, self.tgt, self.source_lengths)))

@@ -40,6 +40,22 @@ class TrainResult:
     train_seconds: float = 0.0
 
 
+def length_bucketed_batches(lengths: torch.Tensor, batch_size: int, generator: torch.Generator, pool: int = 50) -> list[torch.Tensor]:
+    """Shuffled batches of row indices in which sources have similar lengths.
+
+    Rows are shuffled, cut into pools of ``pool`` batches, sorted by length within each pool and
+    batched; the batches are shuffled again. Less padding means fewer decoder steps per batch.
+    lengths: long [N]. Returns index tensors of at most ``batch_size`` rows.
+    """
+    order = torch.randperm(len(lengths), generator=generator)
+    batches = []
+    for start in range(0, len(order), batch_size * pool):
+        chunk = order[start : start + batch_size * pool]
+        chunk = chunk[torch.argsort(lengths[chunk], stable=True)]
+        batches.extend(chunk.split(batch_size))
+    return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
+
+
 def _loss(model: Seq2Seq, batch: EncodedExamples, teacher_forcing: float) -> torch.Tensor:
     """Mean cross-entropy over real target tokens (PAD ignored)."""
     out = model(batch.src, batch.src_mask, batch.tgt[:, :-1], teacher_forcing=teacher_forcing)
@@ -114,10 +130,10 @@ def train(
     for epoch in range(len(result.history) + 1, config.epochs + 1):
         started = time.perf_counter()
         model.train()
-        order = torch.randperm(len(train_data), generator=torch.Generator().manual_seed(config.seed * 100_003 + epoch))
+        generator = torch.Generator().manual_seed(config.seed * 100_003 + epoch)
         loss_sum, seen = 0.0, 0
-        for start in range(0, len(train_data), config.batch_size):
-            batch = train_data.rows(order[start : start + config.batch_size].to(device))
+        for index in length_bucketed_batches(train_data.source_lengths.cpu(), config.batch_size, generator):
+            batch = train_data.rows(index.to(device)).trimmed()
             loss = _loss(model, batch, config.teacher_forcing)
             if not math.isfinite(loss.item()):
                 raise TrainingDiverged(f"loss became {loss.item()} at epoch {epoch}; lower the learning rate")

@@ -7,7 +7,8 @@ fused kernels).
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import weakref
+from typing import Callable, NamedTuple
 
 import torch
 from torch import Tensor, nn
@@ -87,6 +88,27 @@ class Attention(nn.Module):
         self.query_dim = query_dim
         self.key_dim = key_dim
         self.output_dim = key_dim
+        self._memo: dict[str, tuple] = {}
+
+    def per_keys(self, name: str, keys: Tensor, compute: Callable[[Tensor], Tensor]) -> Tensor:
+        """``compute(keys)``, computed once while the same, unmodified ``keys`` tensor is attended
+        again: a decoder attends to one encoder output at every step, so projections of the keys
+        (W_k k in additive attention, the key/value projections of multi-head) need not be redone
+        per step. Autograd is unaffected: the gradient of every step flows into the one result.
+        """
+        # Valid while: the same keys object, not modified in place, no parameter updated since
+        # (optimizers update in place, which bumps _version), same grad mode.
+        version = -1 if keys.is_inference() else keys._version  # inference tensors keep none
+        stamp = (version, torch.is_grad_enabled(), tuple(p._version for p in self.parameters()))
+        hit = self._memo.get(name)
+        if hit is not None and hit[0]() is keys and hit[1] == stamp:
+            return hit[2]
+        value = compute(keys)
+        self._memo[name] = (weakref.ref(keys), stamp, value)
+        return value
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_memo": {}}  # weak references do not pickle; the memo is a cache
 
     @classmethod
     def option_names(cls) -> list[str]:

@@ -80,7 +80,7 @@ class GeneralAttention(Attention):
         self.W = nn.Linear(key_dim, query_dim, bias=False)
 
     def score(self, query: Tensor, keys: Tensor) -> Tensor:
-        return dot_scores(query, self.W(keys))
+        return dot_scores(query, self.per_keys("W", keys, self.W))
 
 
 class AdditiveAttention(Attention):
@@ -102,7 +102,8 @@ class AdditiveAttention(Attention):
 
     def score(self, query: Tensor, keys: Tensor) -> Tensor:
         # [B, Lq, 1, A] + [B, 1, Lk, A] -> [B, Lq, Lk, A] -> [B, Lq, Lk]
-        hidden = torch.tanh(self.W_q(query).unsqueeze(2) + self.W_k(keys).unsqueeze(1))
+        keys_part = self.per_keys("W_k", keys, self.W_k)
+        hidden = torch.tanh(self.W_q(query).unsqueeze(2) + keys_part.unsqueeze(1))
         return self.v(hidden).squeeze(-1)
 
 
@@ -156,13 +157,14 @@ class MultiHeadAttention(Attention):
 
     def score(self, query: Tensor, keys: Tensor) -> Tensor:
         """Head-averaged energies [B, Lq, Lk] (for inspection; forward works per head)."""
-        q, k = self._split(self.q_proj(query)), self._split(self.k_proj(keys))
+        q = self._split(self.q_proj(query))
+        k = self.per_keys("k", keys, lambda x: self._split(self.k_proj(x)))
         return (dot_scores(q, k) / math.sqrt(self.head_dim)).mean(dim=1)
 
     def forward(self, query, keys, values, mask=None) -> AttentionOutput:
         q = self._split(self.q_proj(query))  # [B, H, Lq, Dh]
-        k = self._split(self.k_proj(keys))  # [B, H, Lk, Dh]
-        v = self._split(self.v_proj(values))  # [B, H, Lk, Dh]
+        k = self.per_keys("k", keys, lambda x: self._split(self.k_proj(x)))  # [B, H, Lk, Dh]
+        v = self.per_keys("v", values, lambda x: self._split(self.v_proj(x)))  # [B, H, Lk, Dh]
         head_weights = masked_softmax(dot_scores(q, k) / math.sqrt(self.head_dim), mask)
         dropped = F.dropout(head_weights, self.dropout, self.training)
         context = self.out_proj(self._merge(weighted_sum(dropped, v)))
@@ -171,9 +173,9 @@ class MultiHeadAttention(Attention):
     def context_only(self, query, keys, values, mask=None) -> Tensor:
         if query.shape[1] == 1:
             return self.forward(query, keys, values, mask).context
-        q, k, v = self._split(self.q_proj(query)), self._split(self.k_proj(keys)), self._split(
-            self.v_proj(values)
-        )
+        q = self._split(self.q_proj(query))
+        k = self.per_keys("k", keys, lambda x: self._split(self.k_proj(x)))
+        v = self.per_keys("v", values, lambda x: self._split(self.v_proj(x)))
         attn_mask = None if mask is None else mask[:, None, None, :]  # [B, 1, 1, Lk]
         heads = F.scaled_dot_product_attention(
             q, k, v, attn_mask=attn_mask, dropout_p=self.dropout if self.training else 0.0

@@ -104,3 +104,14 @@ def test_nan_loss_is_reported():
     encode = lambda exs: encode_examples(exs, model.src_vocab, model.tgt_vocab)  # noqa: E731
     with pytest.raises(TrainingDiverged, match="lower the learning rate"):
         train(model, encode(splits.train), encode(splits.validation), config)
+
+
+def test_length_bucketed_batches_cover_every_row_once_with_similar_lengths():
+    from attnlab.train import length_bucketed_batches
+
+    lengths = torch.randint(5, 41, (1000,))
+    batches = length_bucketed_batches(lengths, 32, torch.Generator().manual_seed(0), pool=10)
+    assert sorted(torch.cat(batches).tolist()) == list(range(1000))
+    assert max(len(b) for b in batches) == 32
+    spread = sum(int(lengths[b].max() - lengths[b].min()) for b in batches) / len(batches)
+    assert spread < 10  # random batches of 32 would spread over ~30

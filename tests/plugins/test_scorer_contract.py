@@ -71,3 +71,17 @@ def test_context_only_matches_forward(scorer):
     torch.testing.assert_close(
         scorer.context_only(query, keys, keys, mask), scorer(query, keys, keys, mask).context, atol=1e-6, rtol=1e-5
     )
+
+
+def test_key_projections_are_reused_across_steps_but_not_after_updates(scorer):
+    query, keys, mask = make_inputs()
+    first = scorer(query, keys, keys, mask)
+    torch.testing.assert_close(scorer(query, keys, keys, mask).context, first.context)
+    with torch.no_grad():
+        for param in scorer.parameters():
+            param.add_(0.5)
+    if list(scorer.parameters()):
+        updated = scorer(query, keys, keys, mask).context
+        fresh = __import__("copy").deepcopy(scorer)(query, keys.clone(), keys.clone(), mask).context
+        torch.testing.assert_close(updated, fresh)
+        assert not torch.allclose(updated, first.context)
