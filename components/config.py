@@ -41,6 +41,12 @@ class ExperimentConfig(BaseModel):
 
     epochs: PositiveInt = 20
     batch_size: PositiveInt = 64
+    length_bucketing: PositiveInt = Field(
+        1,
+        description="sort rows by source length within pools of this many batches (1: plain "
+        "shuffled batches); saves padded decoder steps when lengths vary, at some cost in "
+        "convergence",
+    )
     learning_rate: PositiveFloat = 5e-3
     clip_norm: PositiveFloat = Field(1.0, description="gradient clipping (max global norm)")
     teacher_forcing: float = Field(

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 
 from attnlab.config import ExperimentConfig
 from attnlab.data import EncodedExamples
+from attnlab.decode import flush_denormals
 from attnlab.evaluate import decode_texts, exact_match
 from attnlab.model import Seq2Seq
 from attnlab.vocab import PAD
@@ -40,11 +41,14 @@ class TrainResult:
     train_seconds: float = 0.0
 
 
-def length_bucketed_batches(lengths: torch.Tensor, batch_size: int, generator: torch.Generator, pool: int = 50) -> list[torch.Tensor]:
+def length_bucketed_batches(
+    lengths: torch.Tensor, batch_size: int, generator: torch.Generator, pool: int = 1
+) -> list[torch.Tensor]:
     """Shuffled batches of row indices in which sources have similar lengths.
 
     Rows are shuffled, cut into pools of ``pool`` batches, sorted by length within each pool and
-    batched; the batches are shuffled again. Less padding means fewer decoder steps per batch.
+    batched; the batches are shuffled again. Less padding means fewer decoder steps per batch;
+    ``pool=1`` gives plain shuffled batches.
     lengths: long [N]. Returns index tensors of at most ``batch_size`` rows.
     """
     order = torch.randperm(len(lengths), generator=generator)
@@ -118,6 +122,7 @@ def train(
     ``config.target_exact_match``. Raises TrainingDiverged on a NaN/inf loss. Deterministic for a
     fixed seed on the CPU: the batch order of epoch e depends only on (seed, e).
     """
+    flush_denormals()
     device = next(model.parameters()).device
     train_data, validation_data = train_data.to(device), validation_data.to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
@@ -132,7 +137,10 @@ def train(
         model.train()
         generator = torch.Generator().manual_seed(config.seed * 100_003 + epoch)
         loss_sum, seen = 0.0, 0
-        for index in length_bucketed_batches(train_data.source_lengths.cpu(), config.batch_size, generator):
+        batches = length_bucketed_batches(
+            train_data.source_lengths.cpu(), config.batch_size, generator, config.length_bucketing
+        )
+        for index in batches:
             batch = train_data.rows(index.to(device)).trimmed()
             loss = _loss(model, batch, config.teacher_forcing)
             if not math.isfinite(loss.item()):

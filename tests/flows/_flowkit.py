@@ -1,0 +1,47 @@
+"""Helpers of the flow and CLI tests (imported by basename: tests/flows is on sys.path)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+#: Trains in well under a second; learns nothing. For plumbing tests.
+TINY = dict(train_size=200, validation_size=50, test_size=50, embedding_dim=16, hidden_size=16, epochs=2)
+#: Learns the date task to ~100% test exact match in ~1-2 s (3 epochs at most, CPU, seed 0).
+LEARNS = dict(train_size=1500, validation_size=100, test_size=100, hidden_size=64, epochs=3, target_exact_match=0.98)
+#: Inputs the LEARNS model gets right, with their answers.
+KNOWN_DATES = {"25-12-2023": "2023年12月25日", "01-01-2000": "2000年01月01日", "14-07-2015": "2015年07月14日"}
+
+
+def point_at(store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Make ``store_dir`` the embedded MLflow store of this process."""
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.setenv("ATTNLAB_MLFLOW_DIR", str(store_dir))
+    return store_dir
+
+
+def run_flow(store_dir: Path, **config) -> dict:
+    """Run the train flow against ``store_dir``; its summary."""
+    from attnlab.config import ExperimentConfig
+    from attnlab.flows.train_flow import train_flow
+
+    with pytest.MonkeyPatch.context() as patch:
+        point_at(store_dir, patch)
+        return train_flow(ExperimentConfig(**config))
+
+
+def client_for(store_dir: Path):
+    from mlflow import MlflowClient
+
+    return MlflowClient(f"sqlite:///{store_dir / 'mlflow.db'}")
+
+
+def assert_one_line_error(err: str, *needles: str) -> None:
+    """stderr is exactly one 'attnlab: error: ...' line containing every needle."""
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("attnlab: error: "), err
+    assert "Traceback" not in err
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
