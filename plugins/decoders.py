@@ -13,8 +13,8 @@ from torch import Tensor, nn
 from attnlab.plugins.attention import AttentionOutput
 from attnlab.plugins.decoder import AttentionFactory, Decoder, DecoderOutput, State
 from attnlab.plugins.encoder import EncoderOutput
-from attnlab.plugins.encoders import sinusoidal_positions
-from attnlab.plugins.options import require_positive_int, require_probability
+from attnlab.plugins.encoders import check_transformer_options, sinusoidal_positions
+from attnlab.plugins.options import require_probability
 
 CELLS = {"gru": nn.GRUCell, "lstm": nn.LSTMCell}
 
@@ -186,13 +186,9 @@ class TransformerDecoder(Decoder):
         **options,
     ) -> None:
         super().__init__(vocab_size, embedding_dim, hidden_size, memory_dim, make_attention, **options)
-        feedforward_dim = 2 * hidden_size if feedforward_dim is None else feedforward_dim
-        require_positive_int(
-            layers=layers, heads=heads, feedforward_dim=feedforward_dim, max_length=max_length
+        feedforward_dim = check_transformer_options(
+            hidden_size, layers, heads, feedforward_dim, dropout, max_length
         )
-        require_probability(dropout=dropout)
-        if hidden_size % heads:
-            raise ValueError(f"heads={heads} does not divide hidden_size={hidden_size}")
         self.max_length = max_length
         self.embedding = nn.Embedding(vocab_size, embedding_dim, padding_idx=0)
         self.project = nn.Linear(embedding_dim, hidden_size)

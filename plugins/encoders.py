@@ -82,6 +82,19 @@ class BiGRUEncoder(_RecurrentEncoder):
     bidirectional = True
 
 
+def check_transformer_options(
+    hidden_size: int, layers: int, heads: int, feedforward_dim: int | None, dropout: float, max_length: int
+) -> int:
+    """Validate the options shared by the Transformer encoder and decoder; returns the
+    feed-forward size (default 2 * hidden_size)."""
+    feedforward_dim = 2 * hidden_size if feedforward_dim is None else feedforward_dim
+    require_positive_int(layers=layers, heads=heads, feedforward_dim=feedforward_dim, max_length=max_length)
+    require_probability(dropout=dropout)
+    if hidden_size % heads:
+        raise ValueError(f"heads={heads} does not divide hidden_size={hidden_size}")
+    return feedforward_dim
+
+
 def sinusoidal_positions(length: int, dim: int) -> Tensor:
     """The Transformer's fixed position encodings, [length, dim]."""
     position = torch.arange(length, dtype=torch.float32)[:, None]
@@ -116,13 +129,9 @@ class TransformerEncoder(Encoder):
         **options,
     ) -> None:
         super().__init__(vocab_size, embedding_dim, hidden_size, **options)
-        feedforward_dim = 2 * hidden_size if feedforward_dim is None else feedforward_dim
-        require_positive_int(
-            layers=layers, heads=heads, feedforward_dim=feedforward_dim, max_length=max_length
+        feedforward_dim = check_transformer_options(
+            hidden_size, layers, heads, feedforward_dim, dropout, max_length
         )
-        require_probability(dropout=dropout)
-        if hidden_size % heads:
-            raise ValueError(f"heads={heads} does not divide hidden_size={hidden_size}")
         self.max_length = max_length
         self.embedding = nn.Embedding(vocab_size, embedding_dim, padding_idx=0)
         self.project = nn.Linear(embedding_dim, hidden_size)
