@@ -57,21 +57,34 @@ def draw_distinct(task: Task, n: int, rng: random.Random, exclude: set[str] = fr
     )
 
 
+def check_sizes(task: Task, sizes: tuple[int, int, int], test_task: Task | None = None) -> None:
+    """Raise ValueError when the task(s) have fewer distinct values than the splits ask for.
+
+    Cheap (no example is drawn), so callers can check a config before any work starts.
+    """
+    n_train, n_val, n_test = sizes
+    needs = [("train + validation + test", task, n_train + n_val + n_test)]
+    if test_task is not None:
+        needs = [("train + validation", task, n_train + n_val), ("test", test_task, n_test)]
+    for what, plugin, count in needs:
+        space = plugin.space_size
+        if space is not None and count > space:
+            raise ValueError(
+                f"{what} = {count} examples, but task {type(plugin).__name__} has only {space} "
+                f"distinct values with these options; ask for at most {space}"
+            )
+
+
 def make_splits(task: Task, sizes: tuple[int, int, int], seed: int, test_task: Task | None = None) -> Splits:
     """Train, validation and test splits of the given sizes, no key shared between them.
 
     ``test_task`` (default: ``task``) draws the test split, e.g. the same task with longer
     sources than training ever saw. Deterministic for a seed.
     """
+    check_sizes(task, sizes, test_task)
     n_train, n_val, n_test = sizes
     rng = random.Random(seed)
     seen = draw_distinct(task, n_train + n_val, rng)
-    if test_task is None and task.space_size is not None and sum(sizes) > task.space_size:
-        raise ValueError(
-            f"asked for {sum(sizes)} examples ({'+'.join(map(str, sizes))}) but task "
-            f"{type(task).__name__} has only {task.space_size} distinct values; ask for at most "
-            f"{task.space_size}"
-        )
     test = draw_distinct(test_task or task, n_test, rng, exclude={task.key(ex) for ex in seen})
     return Splits(seen[:n_train], seen[n_train:], test)
 

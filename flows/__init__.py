@@ -1,1 +1,22 @@
-"""Prefect flows and tasks over attnlab's components; all MLflow calls live here."""
+"""Prefect flows and tasks over attnlab's components; all MLflow calls live here.
+
+Modules: ``tracking`` (where MLflow lives and everything a run logs), ``pyfunc`` (the MLflow
+model that serves text), ``tasks`` (thin Prefect tasks), ``train_flow`` (the wiring) and ``cli``
+(the ``attnlab`` command).
+
+Importing this package turns Prefect's and MLflow's telemetry off unless the user already set the
+variables (``DO_NOT_TRACK=false`` etc. turn it back on). It must run before prefect or mlflow read
+their settings, so this file imports neither.
+"""
+
+import os
+
+#: Environment defaults of the product; a value the user set always wins.
+ENV_DEFAULTS = {
+    "MLFLOW_DISABLE_TELEMETRY": "true",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "DO_NOT_TRACK": "true",
+}
+
+for _name, _value in ENV_DEFAULTS.items():
+    os.environ.setdefault(_name, _value)

@@ -14,15 +14,17 @@ from _flowkit import LEARNS, point_at, run_flow
 
 @pytest.fixture(scope="session", autouse=True)
 def prefect_harness(tmp_path_factory):
-    """A temporary Prefect server and database for the whole session; task results (the data
-    cache) go to a temporary folder."""
+    """A temporary Prefect server and database for the whole session; task results and the
+    generated datasets go to temporary folders."""
     from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, temporary_settings
     from prefect.testing.utilities import prefect_test_harness
 
     storage = tmp_path_factory.mktemp("prefect-storage")
-    with temporary_settings(updates={PREFECT_LOCAL_STORAGE_PATH: storage}):
-        with prefect_test_harness(server_startup_timeout=90):
-            yield
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ATTNLAB_CACHE_DIR", str(tmp_path_factory.mktemp("attnlab-cache")))
+        with temporary_settings(updates={PREFECT_LOCAL_STORAGE_PATH: storage}):
+            with prefect_test_harness(server_startup_timeout=90):
+                yield
 
 
 @pytest.fixture

@@ -92,7 +92,7 @@ def test_train_text_summary_ends_with_how_to_open_the_ui(capsys, empty_store):
         (["-o", "epoch=3"], ["unknown config key 'epoch'", "allowed keys: task, task_options"]),
         (["-o", "nonsense"], ["expected KEY=VALUE"]),
         (["--nope"], ["No such option: --nope"]),
-        (["-o", "task.min_year=2000", "-o", "task.max_year=2000"], ["has only 366 distinct examples"]),
+        (["-o", "task.min_year=2000", "-o", "task.max_year=2000"], ["has only 366 distinct values"]),
         (["-o", "task.min_year=zero"], ["min_year must be an integer"]),
     ],
 )
@@ -140,8 +140,9 @@ def test_unreachable_tracking_server_is_reported_before_training(capsys, monkeyp
 def test_config_merging_order(tmp_path):
     config = tmp_path / "c.yaml"
     config.write_text("epochs: 5\nseed: 1\nscorer_options: {heads: 2}\nscorer: multihead\n")
-    built = cli.build_config(config, {"epochs": 3, "seed": None}, ["scorer.heads=8", "hidden_size=32"])
+    built = cli.build_config(config, {"epochs": 3, "seed": None}, ["scorer.heads=8", "hidden_size=32", "test_task.max_year=2040"])
     assert (built.epochs, built.seed, built.scorer, built.scorer_options, built.hidden_size) == (3, 1, "multihead", {"heads": 8}, 32)
+    assert built.test_task_options == {"max_year": 2040}
     assert config_params(built)["scorer_options"] == '{"heads": 8}'
 
 

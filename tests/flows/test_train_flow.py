@@ -211,17 +211,50 @@ def test_unreachable_tracking_server_fails_before_training(monkeypatch):
         train_flow(ExperimentConfig(**TINY))
 
 
-def test_data_generation_is_cached_on_its_inputs():
+def test_data_generation_is_cached_on_its_inputs_and_passed_as_a_file():
     from prefect import flow
+
+    config = ExperimentConfig(train_size=30, validation_size=10, test_size=10, seed=123)
+    spec = tasks.data_spec(config)
+    assert tasks.data_spec(config.model_copy(update={"hidden_size": 7, "scorer": "dot"})) == spec
 
     @flow
     def twice():
-        args = ("date", {}, (30, 10, 10), 123, "attnlab test")
+        args = (spec, "attnlab test")
         return tasks.generate_data(*args, return_state=True), tasks.generate_data(*args, return_state=True)
 
     first, second = twice()
     assert first.is_completed() and second.name == "Cached"
-    assert first.result().train == second.result().train
+    assert first.result() == second.result() and first.result().parent == tasks.cache_dir()
+    splits = tasks.load_splits(first.result())
+    assert [len(part) for _, part in splits.items()] == [30, 10, 10]
+    assert splits.train[0].alignment and isinstance(splits.train[0].alignment[0], tuple)
+
+
+def test_test_task_options_change_the_data():
+    from prefect import flow
+
+    from attnlab.flows.train_flow import dataset
+
+    base = dict(task="reverse", train_size=20, validation_size=5, test_size=5, task_options={"min_length": 3, "max_length": 5})
+    plain = ExperimentConfig(**base)
+    longer = ExperimentConfig(**base, test_task_options={"min_length": 8, "max_length": 9})
+    paths = flow(lambda: (dataset(plain), dataset(longer)), name="two-datasets")()
+    assert paths[0] != paths[1]
+    assert max(len(ex.source) for ex in tasks.load_splits(paths[0]).test) <= 5
+    assert min(len(ex.source) for ex in tasks.load_splits(paths[1]).test) >= 8
+
+
+def test_a_deleted_data_file_is_generated_again():
+    from prefect import flow
+
+    from attnlab.flows.train_flow import dataset
+
+    config = ExperimentConfig(**{**TINY, "seed": 99})
+    first = flow(lambda: dataset(config), name="data-once")()
+    first.unlink()
+    again = flow(lambda: dataset(config), name="data-again")()
+    assert again == first and again.exists()
 
 
 def test_logging_step_retries_a_transient_failure(monkeypatch, tmp_path):

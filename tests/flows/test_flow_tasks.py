@@ -54,7 +54,7 @@ def _evaluation(correct: list[bool]) -> Evaluation:
 
 def test_examples_and_tables_put_wrong_predictions_first():
     evaluation = _evaluation([True, False, True, True, False, False])
-    assert tasks.pick_examples(evaluation, 4) == ["s1", "s4", "s0", "s2"]
+    assert tasks.pick_examples(evaluation, 4) == (["s1", "s4", "s0", "s2"], ["t"] * 4)
     sample = tracking.sample_predictions(evaluation.predictions, rows=4)
     assert list(sample["source"]) == ["s1", "s4", "s5", "s0"]
     assert tracking.evaluation_metrics(evaluation) == {"test_exact_match": 0.5}  # NaN left out

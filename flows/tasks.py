@@ -1,0 +1,219 @@
+"""Prefect tasks: each a thin wrapper around one component call or one tracking step.
+
+Tasks pass paths, ids and small objects (configs, metric dicts, a few strings): the data travels
+as the path of a JSON file and a trained model as the path of its bundle folder. (Prefect walks
+every task input looking for futures: thousands of examples passed by value cost ~0.25 s a task.)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from mlflow import MlflowClient
+from mlflow.exceptions import MlflowException
+from prefect import task
+from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE
+
+from attnlab.bundle import load_bundle, save_bundle
+from attnlab.config import ExperimentConfig
+from attnlab.data import SPLIT_NAMES, Splits
+from attnlab.evaluate import Evaluation, evaluate
+from attnlab.experiment import prepare_data, train_model
+from attnlab.flows import tracking
+from attnlab.flows.errors import UserError
+from attnlab.model import build_task
+from attnlab.plots import attention_heatmap, head_heatmaps, save_figure
+from attnlab.plugins import Example
+from attnlab.predict import predict
+
+#: One line per epoch goes to this logger; the CLI prints it, other callers may attach handlers.
+progress = logging.getLogger("attnlab.progress")
+
+
+def transient(task, task_run, state) -> bool:
+    """Retry condition: retry I/O and tracking-server hiccups, not mistakes or bugs."""
+    exc = state.data if isinstance(state.data, BaseException) else None
+    if isinstance(exc, UserError):
+        return False
+    if isinstance(exc, (OSError, ConnectionError, TimeoutError)):
+        return True
+    if isinstance(exc, MlflowException):
+        return exc.error_code in {"INTERNAL_ERROR", "TEMPORARILY_UNAVAILABLE", "REQUEST_LIMIT_EXCEEDED", "ABORTED"}
+    return type(exc).__module__.split(".")[0] in {"requests", "urllib3", "sqlalchemy", "httpx"}
+
+
+LOGGING = dict(retries=2, retry_delay_seconds=[1, 5], retry_condition_fn=transient, cache_policy=NO_CACHE)
+
+
+@task(name="start-run", **LOGGING)
+def start_run(config: ExperimentConfig, experiment: str, tags: dict[str, str]) -> str:
+    """Check the store, open a RUNNING MLflow run with params, tags and config; its id."""
+    store = tracking.use_store()
+    tracking.check_store(store)
+    client = MlflowClient()
+    return tracking.start_run(client, tracking.ensure_experiment(client, experiment, store), config, tags)
+
+
+def cache_dir() -> Path:
+    """Where generated datasets are kept: ``ATTNLAB_CACHE_DIR``, else ``~/.cache/attnlab``."""
+    root = os.environ.get("ATTNLAB_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "attnlab"
+    return Path(root) / "datasets"
+
+
+def save_splits(path: Path, splits: Splits) -> Path:
+    """Write ``splits`` as JSON (atomically); returns ``path``."""
+    data = {name: [[ex.source, ex.target, ex.alignment] for ex in examples] for name, examples in splits.items()}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, ensure_ascii=False))
+    tmp.replace(path)
+    return path
+
+
+def load_splits(path: Path) -> Splits:
+    """The splits written by :func:`save_splits`."""
+    data = json.loads(Path(path).read_text())
+
+    def example(source: str, target: str, alignment) -> Example:
+        return Example(source, target, None if alignment is None else tuple(tuple(a) for a in alignment))
+
+    return Splits(*([example(*row) for row in data[name]] for name in SPLIT_NAMES))
+
+
+#: Config fields that cannot change the generated data; every other field is part of the data
+#: cache key (so a new config field errs on the side of regenerating).
+NOT_DATA = frozenset(
+    {
+        "scorer", "scorer_options", "encoder", "encoder_options", "decoder", "decoder_options",
+        "embedding_dim", "hidden_size", "epochs", "batch_size", "length_bucketing", "learning_rate",
+        "clip_norm", "teacher_forcing", "target_exact_match", "beam_size", "device",
+    }
+)  # fmt: skip
+
+
+def data_spec(config: ExperimentConfig) -> dict[str, Any]:
+    """The fields of ``config`` the data depends on (JSON-ready)."""
+    return {key: value for key, value in config.model_dump(mode="json").items() if key not in NOT_DATA}
+
+
+@task(name="generate-data", cache_policy=INPUTS + TASK_SOURCE, persist_result=True)
+def generate_data(spec: dict[str, Any], plugin: str) -> Path:
+    """The train/validation/test splits of ``spec`` (see :func:`data_spec`) as a JSON file in
+    :func:`cache_dir`; its path. Cached on these inputs (``plugin`` names the task plugin's
+    distribution and version, so an upgraded plugin regenerates)."""
+    key = json.dumps([spec, plugin], sort_keys=True)
+    path = cache_dir() / f"{spec['task']}-{hashlib.sha256(key.encode()).hexdigest()[:20]}.json"
+    return save_splits(path, prepare_data(ExperimentConfig(**spec))[1])
+
+
+@task(name="log-dataset", **LOGGING)
+def log_dataset(run_id: str, config: ExperimentConfig, data: Path) -> None:
+    tracking.log_dataset(MlflowClient(), run_id, config, load_splits(data))
+
+
+@dataclass(frozen=True)
+class Trained:
+    """What training leaves behind: the bundle folder and the per-epoch history."""
+
+    bundle: Path
+    history: list[dict[str, float]]
+    stopped_early: bool
+    train_seconds: float
+
+
+def epoch_line(metrics: dict[str, float], epochs: int) -> str:
+    """One progress line for an epoch's metrics."""
+    return (
+        f"epoch {int(metrics['epoch']):>3}/{epochs}  train_loss {metrics['train_loss']:.4f}  "
+        f"val_loss {metrics['val_loss']:.4f}  val_exact_match {metrics['val_exact_match']:.4f}  "
+        f"{metrics['seconds']:.1f} s ({metrics['samples_per_second']:,.0f} samples/s)"
+    )
+
+
+@task(name="train", cache_policy=NO_CACHE)
+def train(config: ExperimentConfig, data: Path, run_id: str, workdir: Path) -> Trained:
+    """Train, logging every epoch to MLflow (step = epoch) and to the progress logger; the model
+    is saved as a bundle in ``workdir/bundle``, the checkpoint kept at ``workdir/checkpoint.pt``."""
+    client = MlflowClient()
+
+    def on_epoch(metrics: dict[str, float]) -> None:
+        tracking.log_epoch(client, run_id, metrics)
+        progress.info(epoch_line(metrics, config.epochs))
+
+    model, result = train_model(config, build_task(config), load_splits(data), on_epoch, workdir / "checkpoint.pt")
+    bundle = save_bundle(workdir / "bundle", config, model)
+    return Trained(bundle, result.history, result.stopped_early, result.train_seconds)
+
+
+@task(name="evaluate", cache_policy=NO_CACHE)
+def evaluate_bundle(bundle: Path, data: Path, beam_size: int, device: str = "cpu") -> Evaluation:
+    """Metrics, per-length table and predictions of the bundled model on the test split."""
+    _, _, model = load_bundle(bundle, device=device)
+    return evaluate(model, load_splits(data).test, beam_size=beam_size)
+
+
+def pick_examples(evaluation: Evaluation, count: int = 4) -> tuple[list[str], list[str]]:
+    """(sources, targets) to plot: up to half of them wrong predictions, the rest right ones,
+    in test order."""
+    frame = evaluation.predictions
+    wrong = frame[~frame["correct"]].head(count // 2)
+    chosen = pd.concat([wrong, frame[frame["correct"]].head(count - len(wrong))])
+    return chosen["source"].tolist(), chosen["target"].tolist()
+
+
+@task(name="plot-attention", cache_policy=NO_CACHE)
+def plot_attention(bundle: Path, sources: list[str], targets: list[str], out_dir: Path) -> Path:
+    """Heatmaps (PNG; one per head as well for a multi-head scorer) of the bundled model's
+    attention on ``sources`` and ``weights.json`` with the raw weights and their tokens."""
+    _, task_plugin, model = load_bundle(bundle)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    records = []
+    for index, (p, target) in enumerate(zip(predict(model, task_plugin, sources), targets)):
+        records.append(
+            {
+                "source": p.source,
+                "target": target,
+                "prediction": p.output,
+                "correct": p.output == target,
+                "source_tokens": p.source_tokens,
+                "output_tokens": p.output_tokens,
+                "weights": p.weights,
+                "head_weights": p.head_weights,
+            }
+        )
+        mark = "right" if p.output == target else "wrong"
+        title = f"{p.source} -> {p.output} ({mark})"
+        if p.weights is not None:
+            save_figure(attention_heatmap(p.weights, p.source_tokens, p.output_tokens, title), out_dir / f"example_{index}.png")
+        if p.head_weights is not None:
+            figure = head_heatmaps(p.head_weights, p.source_tokens, p.output_tokens, title)
+            save_figure(figure, out_dir / f"example_{index}_heads.png")
+    (out_dir / "weights.json").write_text(json.dumps(records, ensure_ascii=False))
+    return out_dir
+
+
+@task(name="log-results", **LOGGING)
+def log_results(run_id: str, evaluation: Evaluation, attention_dir: Path, extra: dict[str, float]) -> None:
+    """Test metrics, tables and the attention folder (heatmaps, weights.json) of the run."""
+    client = MlflowClient()
+    tracking.log_evaluation(client, run_id, evaluation, extra)
+    tracking.log_folder(client, run_id, attention_dir, "attention")
+
+
+@task(name="register-model", **LOGGING)
+def register_model(run_id: str, bundle: Path, config: ExperimentConfig, score: float, examples: list[str]) -> str:
+    """Log the pyfunc model and register it as ``attnlab-<task>``; the new version."""
+    return tracking.log_and_register_model(MlflowClient(), run_id, bundle, config, score, examples)
+
+
+@task(name="promote-champion", **LOGGING)
+def promote_champion(name: str, version: str, score: float) -> tracking.Promotion:
+    """Give ``version`` the champion alias if it beats the current champion."""
+    return tracking.promote_if_better(MlflowClient(), name, version, score)

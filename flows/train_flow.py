@@ -1,0 +1,149 @@
+"""The train flow: generate data -> train -> evaluate -> plot attention -> log and register.
+
+One MLflow run per flow run. The run ends FINISHED, FAILED (an error) or KILLED (Ctrl-C or a
+termination signal), never stays RUNNING, and keeps what it logged; when interrupted it also gets
+the last checkpoint as an artifact. The champion alias moves only after a successful run, and
+only to a better model.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+from mlflow import MlflowClient
+from prefect import flow
+from prefect.runtime import flow_run
+
+from attnlab.config import ExperimentConfig
+from attnlab.flows import tasks, tracking
+from attnlab.plugins import describe_plugins
+
+
+@contextmanager
+def _no_sigint() -> Iterator[None]:
+    """Ignore Ctrl-C while a run is being closed, so a second one cannot leave it RUNNING."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _plugin_version(task: str) -> str:
+    """'<distribution> <version>' of the task plugin (part of the data cache key)."""
+    return next((info.distribution for info in describe_plugins("tasks") if info.name == task), "unknown")
+
+
+@flow(
+    name="attnlab-train",
+    description="Train, evaluate and plot one attention model; log it to MLflow and register it.",
+)
+def train_flow(config: ExperimentConfig = ExperimentConfig(), experiment: str | None = None) -> dict[str, Any]:
+    """Run one experiment end to end and return its summary (JSON-ready).
+
+    ``experiment`` defaults to ``attnlab-<task>``; the model is registered as ``attnlab-<task>``.
+    """
+    experiment = experiment or tracking.experiment_name(config.task)
+    prefect_tags = {"prefect.flow_run_id": str(flow_run.id or ""), "prefect.flow_run_name": str(flow_run.name or "")}
+    seconds: dict[str, float] = {}
+    with _timed(seconds, "start_run"):
+        run_id = tasks.start_run(config, experiment, prefect_tags)
+    workdir = Path(tempfile.mkdtemp(prefix="attnlab-run-"))
+    try:
+        summary = _steps(config, run_id, workdir, seconds)
+        with _no_sigint():
+            tracking.end_run(MlflowClient(), run_id, "FINISHED")
+    except BaseException as exc:
+        interrupted = isinstance(exc, (KeyboardInterrupt, SystemExit)) or type(exc).__name__ == "TerminationSignal"
+        with _no_sigint():
+            tracking.end_run(
+                MlflowClient(),
+                run_id,
+                "KILLED" if interrupted else "FAILED",
+                error=f"{type(exc).__name__}: {exc}",
+                checkpoint=workdir / "checkpoint.pt" if interrupted else None,
+            )
+        raise
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    store = tracking.resolve_store()
+    return {
+        "run_id": run_id,
+        "experiment": experiment,
+        "tracking_uri": store.tracking_uri,
+        "status": "FINISHED",
+        **summary,
+        "prefect_flow_run_id": prefect_tags["prefect.flow_run_id"],
+        "step_seconds": seconds,
+    }
+
+
+def dataset(config: ExperimentConfig) -> Path:
+    """The data file of ``config`` (generated, or cached on its inputs). A cached path whose file
+    was deleted since is generated again."""
+    inputs = (tasks.data_spec(config), _plugin_version(config.task))
+    data = tasks.generate_data(*inputs)
+    if not data.exists():
+        data = tasks.generate_data.with_options(refresh_cache=True)(*inputs)
+    return data
+
+
+@contextmanager
+def _timed(seconds: dict[str, float], step: str) -> Iterator[None]:
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        seconds[step] = round(seconds.get(step, 0.0) + time.perf_counter() - started, 3)
+
+
+def _steps(config: ExperimentConfig, run_id: str, workdir: Path, seconds: dict[str, float]) -> dict[str, Any]:
+    with _timed(seconds, "data"):
+        data = dataset(config)
+        tasks.log_dataset(run_id, config, data)
+    with _timed(seconds, "train"):
+        trained = tasks.train(config, data, run_id, workdir)
+    with _timed(seconds, "evaluate"):
+        evaluation = tasks.evaluate_bundle(trained.bundle, data, config.beam_size, str(config.torch_device()))
+    with _timed(seconds, "plot"):
+        sources, targets = tasks.pick_examples(evaluation)
+        attention = tasks.plot_attention(trained.bundle, sources, targets, workdir / "attention")
+    extra = {
+        "epochs_trained": float(len(trained.history)),
+        "stopped_early": float(trained.stopped_early),
+        "train_seconds": trained.train_seconds,
+    }
+    score = float(evaluation.metrics[tracking.CHAMPION_METRIC.removeprefix("test_")])
+    name = tracking.model_name(config.task)
+    with _timed(seconds, "log"):
+        tasks.log_results(run_id, evaluation, attention, extra)
+    with _timed(seconds, "register"):
+        examples = sources[:3] or evaluation.predictions["source"].head(1).tolist()
+        version = tasks.register_model(run_id, trained.bundle, config, score, examples)
+        promotion = tasks.promote_champion(name, version, score)
+    return {
+        "config": {key: getattr(config, key) for key in ("task", "scorer", "encoder", "decoder", "seed")},
+        "epochs": len(trained.history),
+        "stopped_early": trained.stopped_early,
+        "train_seconds": round(trained.train_seconds, 3),
+        "final_epoch": trained.history[-1] if trained.history else {},
+        "metrics": tracking.evaluation_metrics(evaluation),
+        "model": {
+            "name": name,
+            "version": version,
+            "uri": f"models:/{name}/{version}",
+            "champion": promotion.champion,
+            "champion_version": promotion.champion_version,
+            "previous_champion": promotion.previous,
+        },
+    }
