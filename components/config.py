@@ -35,7 +35,7 @@ class ExperimentConfig(BaseModel):
     embedding_dim: PositiveInt = 64
     hidden_size: PositiveInt = 128
 
-    train_size: PositiveInt = Field(2500, description="training examples")
+    train_size: PositiveInt = Field(3000, description="training examples")
     validation_size: PositiveInt = Field(500, description="validation examples (early stopping)")
     test_size: PositiveInt = Field(1000, description="held-out test examples")
 

@@ -91,8 +91,12 @@ class RNNDecoder(Decoder):
 
     def _input_gates(self, tokens: Tensor) -> Tensor:
         """tokens long [B, ...] -> the embedding's share of the cell's input gates [B, ..., G]."""
-        embedded = self.dropout(self.embedding(tokens))
-        return F.linear(embedded, self.cell.weight_ih[:, : self.embedding_dim], self.cell.bias_ih)
+        weight, bias = self.cell.weight_ih[:, : self.embedding_dim], self.cell.bias_ih
+        if (self.training and self.dropout.p > 0) or tokens.numel() < self.vocab_size:
+            return F.linear(self.dropout(self.embedding(tokens)), weight, bias)
+        # Without dropout the share depends on the token alone: project the whole vocabulary once
+        # ([V, G]) and look the rows up, instead of a [tokens, E] x [E, G] matmul.
+        return F.embedding(tokens, F.linear(self.embedding.weight, weight, bias))
 
     def step(self, tokens, state, memory, src_mask):
         attn = self._attend(state, memory, src_mask, need_weights=True)
