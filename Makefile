@@ -5,7 +5,7 @@ VENV ?= .venv
 # Elsewhere: make TORCH_INSTALL="torch --index-url https://download.pytorch.org/whl/cpu"
 TORCH_INSTALL ?= torch==2.13.0
 
-.PHONY: setup run test benchmarks clean
+.PHONY: setup run test ui benchmarks clean
 
 setup: $(VENV)/.installed
 
@@ -18,11 +18,14 @@ $(VENV)/.installed: pyproject.toml
 run: setup
 	$(VENV)/bin/attnlab train
 
+ui: setup
+	$(VENV)/bin/attnlab ui
+
 test: setup
 	$(VENV)/bin/python -m pytest
 
 benchmarks: setup
-	cd benchmarks && ../$(VENV)/bin/python bench_attention.py && ../$(VENV)/bin/python bench_decoding.py && ../$(VENV)/bin/python bench_training.py
+	cd benchmarks && ../$(VENV)/bin/python bench_attention.py && ../$(VENV)/bin/python bench_decoding.py && ../$(VENV)/bin/python bench_training.py && ../$(VENV)/bin/python bench_cli_train.py
 
 clean:
 	rm -rf $(VENV) *.egg-info
