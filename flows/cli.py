@@ -554,7 +554,6 @@ def ui(
 ) -> None:
     """Start the MLflow UI on the embedded store (Ctrl-C stops it)."""
     import socket
-    import subprocess
 
     from attnlab.flows.tracking import resolve_store
 
@@ -569,11 +568,32 @@ def ui(
             raise _fail(f"cannot listen on {host}:{port}: {exc.strerror}; choose another with --port") from None
     command = ui_command(host, port)
     typer.echo(f"MLflow UI of {store.tracking_uri} on http://{host}:{port} (ready in ~10-20 s; Ctrl-C stops it)", err=True)
+    raise typer.Exit(_serve(command))
+
+
+def _serve(command: list[str]) -> int:
+    """Run the server until it exits or this process is interrupted or terminated; then stop it
+    with all its workers (its own process group), so nothing is left listening."""
+    import signal
+    import subprocess
+
+    def terminate(signum, frame):
+        raise KeyboardInterrupt
+
+    server = subprocess.Popen(command, start_new_session=True)
+    previous = signal.signal(signal.SIGTERM, terminate)
     try:
-        code = subprocess.call(command)
+        return server.wait()
     except KeyboardInterrupt:
-        code = 0
-    raise typer.Exit(code)
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGTERM)
+            try:
+                server.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(server.pid, signal.SIGKILL)
 
 
 # --------------------------------------------------------------------------- entry point

@@ -293,8 +293,17 @@ def test_ui_serves_runs_and_heatmaps(learned_store):
         with urllib.request.urlopen(url) as response:
             assert json.load(response)[0]["source_tokens"]
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
+        process.send_signal(signal.SIGTERM)  # attnlab alone, as a service manager would stop it
         process.wait(timeout=30)
+    deadline = time.monotonic() + 20
+    while _listening(port):  # its server and workers must not outlive it
+        assert time.monotonic() < deadline, f"the MLflow server still listens on {port} after attnlab ui ended"
+        time.sleep(0.5)
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
 @pytest.mark.slow
