@@ -33,10 +33,8 @@ def load_bundle(folder: Path, device: str | torch.device = "cpu") -> tuple[Exper
     folder = Path(folder)
     config = ExperimentConfig.model_validate_json((folder / "config.json").read_text())
     task = build_task(config)
-    model = build_model(config, task)
     vocab = json.loads((folder / "vocab.json").read_text())
-    if (vocab["source"], vocab["target"]) != ("".join(model.src_vocab.chars), "".join(model.tgt_vocab.chars)):
-        model.src_vocab, model.tgt_vocab = Vocab(tuple(vocab["source"])), Vocab(tuple(vocab["target"]))
+    model = build_model(config, task, (Vocab(tuple(vocab["source"])), Vocab(tuple(vocab["target"]))))
     state = torch.load(folder / "weights.pt", map_location="cpu", weights_only=True)
     model.load_state_dict(state)
     return config, task, model.to(device).eval()

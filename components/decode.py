@@ -8,6 +8,7 @@ import torch
 from torch import Tensor
 
 from attnlab.model import Seq2Seq
+from attnlab.plugins.decoder import cat_steps
 from attnlab.vocab import EOS, PAD, SOS
 
 
@@ -51,11 +52,7 @@ def greedy_decode(model: Seq2Seq, src: Tensor, src_mask: Tensor, max_length: int
         done |= tokens == EOS
         if bool(done.all()):
             break
-    return Decoded(
-        torch.stack(out, dim=1),
-        None if weights[0] is None else torch.cat(weights, dim=1),
-        None if heads[0] is None else torch.cat(heads, dim=2),
-    )
+    return Decoded(torch.stack(out, dim=1), cat_steps(weights, dim=1), cat_steps(heads, dim=2))
 
 
 @torch.inference_mode()

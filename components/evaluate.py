@@ -58,9 +58,14 @@ def exact_match(predictions: list[str], targets: list[str]) -> float:
     return sum(p == t for p, t in zip(predictions, targets)) / max(len(targets), 1)
 
 
+def char_hits(prediction: str, target: str) -> int:
+    """How many target characters the prediction has at their position."""
+    return sum(a == b for a, b in zip(prediction, target))
+
+
 def char_accuracy(predictions: list[str], targets: list[str]) -> float:
     """Share of target characters predicted at their position (missing ones count as wrong)."""
-    hits = sum(sum(a == b for a, b in zip(p, t)) for p, t in zip(predictions, targets))
+    hits = sum(char_hits(p, t) for p, t in zip(predictions, targets))
     return hits / max(sum(len(t) for t in targets), 1)
 
 
@@ -75,9 +80,7 @@ def length_buckets(lengths: pd.Series, max_buckets: int = 10) -> pd.Series:
 def per_length_table(frame: pd.DataFrame) -> pd.DataFrame:
     """Accuracy per source-length bucket from a predictions frame."""
     frame = frame.assign(bucket=length_buckets(frame["source_length"]))
-    frame["char_hits"] = [
-        sum(a == b for a, b in zip(p, t)) for p, t in zip(frame["prediction"], frame["target"])
-    ]
+    frame["char_hits"] = [char_hits(p, t) for p, t in zip(frame["prediction"], frame["target"])]
     frame["target_chars"] = frame["target"].str.len()
     table = frame.groupby("bucket", sort=False).agg(
         min_length=("source_length", "min"),

@@ -74,13 +74,18 @@ def build_task(config: ExperimentConfig, split: str = "train") -> Task:
     return create_plugin("tasks", config.task, **options)
 
 
-def build_model(config: ExperimentConfig, task: Task) -> Seq2Seq:
+def build_model(
+    config: ExperimentConfig, task: Task, vocabs: tuple[Vocab, Vocab] | None = None
+) -> Seq2Seq:
     """Instantiate the configured plugins into a Seq2Seq model, seeded by ``config.seed``.
 
-    Raises PluginError for unknown plugins or options they refuse.
+    ``vocabs`` (source, target) default to the task's alphabets; a saved model passes the ones
+    it was trained with. Raises PluginError for unknown plugins or options they refuse.
     """
-    src_vocab = Vocab.from_alphabet(task.source_alphabet)
-    tgt_vocab = Vocab.from_alphabet(task.target_alphabet)
+    src_vocab, tgt_vocab = vocabs or (
+        Vocab.from_alphabet(task.source_alphabet),
+        Vocab.from_alphabet(task.target_alphabet),
+    )
     scorer_cls = load_plugin("scorers", config.scorer)
     torch.manual_seed(config.seed)
     encoder = create_plugin(

@@ -101,10 +101,11 @@ class Decoder(nn.Module):
             heads.append(attn.head_weights)
         return DecoderOutput(
             torch.stack(logits, dim=1),
-            _cat_or_none(weights, dim=1) if need_weights else None,
-            _cat_or_none(heads, dim=2) if need_weights else None,
+            cat_steps(weights, dim=1) if need_weights else None,
+            cat_steps(heads, dim=2) if need_weights else None,
         )
 
 
-def _cat_or_none(parts: list[Tensor | None], dim: int) -> Tensor | None:
+def cat_steps(parts: list[Tensor | None], dim: int) -> Tensor | None:
+    """Concatenate per-step attention weights along ``dim``; None when the steps have none."""
     return None if not parts or parts[0] is None else torch.cat(parts, dim=dim)

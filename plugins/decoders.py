@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnlab.plugins.attention import AttentionOutput
-from attnlab.plugins.decoder import AttentionFactory, Decoder, DecoderOutput, State
+from attnlab.plugins.decoder import AttentionFactory, Decoder, DecoderOutput, State, cat_steps
 from attnlab.plugins.encoder import EncoderOutput
 from attnlab.plugins.encoders import check_transformer_options, sinusoidal_positions
 from attnlab.plugins.options import require_probability
@@ -121,12 +121,9 @@ class RNNDecoder(Decoder):
             heads.append(attn.head_weights)
         features = torch.cat([torch.stack(hiddens, dim=1), torch.cat(contexts, dim=1)], dim=-1)
         logits = self.out(self.dropout(features))
-        attends = need_weights and weights[0] is not None
-        return DecoderOutput(
-            logits,
-            torch.cat(weights, dim=1) if attends else None,
-            torch.cat(heads, dim=2) if attends and heads[0] is not None else None,
-        )
+        if not need_weights:
+            return DecoderOutput(logits, None)
+        return DecoderOutput(logits, cat_steps(weights, dim=1), cat_steps(heads, dim=2))
 
 
 class _TransformerDecoderLayer(nn.Module):

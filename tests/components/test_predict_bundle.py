@@ -63,3 +63,16 @@ def test_bundle_round_trip(tmp_path, date_model):
     assert loaded_config == config and type(loaded_task) is type(task)
     texts = ["25-12-2023", "01-01-2000"]
     assert [p.output for p in predict(loaded, loaded_task, texts)] == [p.output for p in predict(model, task, texts)]
+
+
+def test_bundle_keeps_the_vocabularies_it_was_trained_with(tmp_path):
+    from attnlab.vocab import Vocab
+
+    config = ExperimentConfig(**TINY)
+    task = build_task(config)
+    vocabs = (Vocab.from_alphabet("0123456789-"), Vocab.from_alphabet("0123456789年月日#"))  # one extra target char
+    model = build_model(config, task, vocabs)
+    save_bundle(tmp_path / "model", config, model)
+    _, _, loaded = load_bundle(tmp_path / "model")
+    assert (loaded.src_vocab, loaded.tgt_vocab) == vocabs
+    assert len(loaded.tgt_vocab) == len(Vocab.from_alphabet(task.target_alphabet)) + 1
