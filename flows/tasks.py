@@ -126,6 +126,7 @@ class Trained:
     history: list[dict[str, float]]
     stopped_early: bool
     train_seconds: float
+    parameters: int
 
 
 def epoch_line(metrics: dict[str, float], epochs: int) -> str:
@@ -149,7 +150,8 @@ def train(config: ExperimentConfig, data: Path, run_id: str, workdir: Path) -> T
 
     model, result = train_model(config, build_task(config), load_splits(data), on_epoch, workdir / "checkpoint.pt")
     bundle = save_bundle(workdir / "bundle", config, model)
-    return Trained(bundle, result.history, result.stopped_early, result.train_seconds)
+    parameters = sum(p.numel() for p in model.parameters())
+    return Trained(bundle, result.history, result.stopped_early, result.train_seconds, parameters)
 
 
 @task(name="evaluate", cache_policy=NO_CACHE)
@@ -211,6 +213,12 @@ def log_results(run_id: str, evaluation: Evaluation, attention_dir: Path, extra:
 def register_model(run_id: str, bundle: Path, config: ExperimentConfig, score: float, examples: list[str]) -> str:
     """Log the pyfunc model and register it as ``attnlab-<task>``; the new version."""
     return tracking.log_and_register_model(MlflowClient(), run_id, bundle, config, score, examples)
+
+
+@task(name="log-model", **LOGGING)
+def log_model(run_id: str, bundle: Path, config: ExperimentConfig, examples: list[str]) -> str:
+    """Log the pyfunc model of the run without registering it; its model URI."""
+    return tracking.log_model(MlflowClient(), run_id, bundle, config, examples)[0]
 
 
 @task(name="promote-champion", **LOGGING)

@@ -291,25 +291,15 @@ def _versions_of_run(client: MlflowClient, name: str, run_id: str) -> list:
         raise
 
 
-def log_and_register_model(
-    client: MlflowClient, run_id: str, bundle: Path, config: ExperimentConfig, score: float, examples: list[str]
-) -> str:
-    """Log the pyfunc model (``model``) of the run and register it as ``attnlab-<task>``; returns
-    the version, tagged with the champion metric and the plugins. A retry reuses the version the
-    run already has."""
+def log_model(
+    client: MlflowClient, run_id: str, bundle: Path, config: ExperimentConfig, examples: list[str]
+) -> tuple[str, str]:
+    """Log the pyfunc model (``model``) of the run; its (model URI, LoggedModel id)."""
     from mlflow.models import Model, ModelSignature
     from mlflow.types import ColSpec, Schema
 
     from attnlab.flows import pyfunc
 
-    name = model_name(config.task)
-    existing = _versions_of_run(client, name, run_id)
-    tags = {CHAMPION_METRIC: repr(float(score)), **run_tags(config)}
-    if existing:
-        version = str(existing[0].version)
-        for key, value in tags.items():
-            client.set_model_version_tag(name, version, key, value)
-        return version
     # Created first so that it lands in the run's experiment: Model.log with only a run_id files
     # the LoggedModel under the process's default experiment instead.
     logged = mlflow.initialize_logged_model(
@@ -331,6 +321,24 @@ def log_and_register_model(
         signature=ModelSignature(inputs=Schema([ColSpec("string", "source")]), outputs=Schema([ColSpec("string")])),
         input_example=pd.DataFrame({"source": examples}),
     )
+    return info.model_uri, info.model_id
+
+
+def log_and_register_model(
+    client: MlflowClient, run_id: str, bundle: Path, config: ExperimentConfig, score: float, examples: list[str]
+) -> str:
+    """Log the pyfunc model (``model``) of the run and register it as ``attnlab-<task>``; returns
+    the version, tagged with the champion metric and the plugins. A retry reuses the version the
+    run already has."""
+    name = model_name(config.task)
+    existing = _versions_of_run(client, name, run_id)
+    tags = {CHAMPION_METRIC: repr(float(score)), **run_tags(config)}
+    if existing:
+        version = str(existing[0].version)
+        for key, value in tags.items():
+            client.set_model_version_tag(name, version, key, value)
+        return version
+    model_uri, model_id = log_model(client, run_id, bundle, config, examples)
     # Registered here rather than through log_model(registered_model_name=...), which prints
     # to stderr whatever the log level.
     try:
@@ -340,7 +348,7 @@ def log_and_register_model(
     except MlflowException as exc:
         if _error_code(exc) != RESOURCE_ALREADY_EXISTS:
             raise
-    created = client.create_model_version(name, info.model_uri, run_id=run_id, tags=tags, model_id=info.model_id)
+    created = client.create_model_version(name, model_uri, run_id=run_id, tags=tags, model_id=model_id)
     return str(created.version)
 
 

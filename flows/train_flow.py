@@ -8,6 +8,7 @@ only to a better model.
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 import tempfile
@@ -48,19 +49,31 @@ def _plugin_version(task: str) -> str:
     name="attnlab-train",
     description="Train, evaluate and plot one attention model; log it to MLflow and register it.",
 )
-def train_flow(config: ExperimentConfig = ExperimentConfig(), experiment: str | None = None) -> dict[str, Any]:
+def train_flow(
+    config: ExperimentConfig = ExperimentConfig(),
+    experiment: str | None = None,
+    register: bool = True,
+    promote: bool = True,
+    parent_run_id: str | None = None,
+    probe: list[str] | None = None,
+) -> dict[str, Any]:
     """Run one experiment end to end and return its summary (JSON-ready).
 
-    ``experiment`` defaults to ``attnlab-<task>``; the model is registered as ``attnlab-<task>``.
+    ``experiment`` defaults to ``attnlab-<task>``. The model is logged to the run and, when
+    ``register``, registered as ``attnlab-<task>``; ``promote`` then lets it take the champion
+    alias if it beats the champion. ``parent_run_id`` makes the run a child of that MLflow run.
+    ``probe`` is a ``[source, target]`` pair plotted first, its attention returned as ``probe``.
     """
     experiment = experiment or tracking.experiment_name(config.task)
-    prefect_tags = {"prefect.flow_run_id": str(flow_run.id or ""), "prefect.flow_run_name": str(flow_run.name or "")}
+    tags = {"prefect.flow_run_id": str(flow_run.id or ""), "prefect.flow_run_name": str(flow_run.name or "")}
+    if parent_run_id:
+        tags["mlflow.parentRunId"] = parent_run_id
     seconds: dict[str, float] = {}
     with _timed(seconds, "start_run"):
-        run_id = tasks.start_run(config, experiment, prefect_tags)
+        run_id = tasks.start_run(config, experiment, tags)
     workdir = Path(tempfile.mkdtemp(prefix="attnlab-run-"))
     try:
-        summary = _steps(config, run_id, workdir, seconds)
+        summary = _steps(config, run_id, workdir, seconds, register and promote, register, probe)
         with _no_sigint():
             tracking.end_run(MlflowClient(), run_id, "FINISHED")
     except BaseException as exc:
@@ -83,7 +96,7 @@ def train_flow(config: ExperimentConfig = ExperimentConfig(), experiment: str | 
         "tracking_uri": store.tracking_uri,
         "status": "FINISHED",
         **summary,
-        "prefect_flow_run_id": prefect_tags["prefect.flow_run_id"],
+        "prefect_flow_run_id": tags["prefect.flow_run_id"],
         "step_seconds": seconds,
     }
 
@@ -107,7 +120,15 @@ def _timed(seconds: dict[str, float], step: str) -> Iterator[None]:
         seconds[step] = round(seconds.get(step, 0.0) + time.perf_counter() - started, 3)
 
 
-def _steps(config: ExperimentConfig, run_id: str, workdir: Path, seconds: dict[str, float]) -> dict[str, Any]:
+def _steps(
+    config: ExperimentConfig,
+    run_id: str,
+    workdir: Path,
+    seconds: dict[str, float],
+    promote: bool,
+    register: bool,
+    probe: list[str] | None,
+) -> dict[str, Any]:
     with _timed(seconds, "data"):
         data = dataset(config)
         tasks.log_dataset(run_id, config, data)
@@ -117,11 +138,14 @@ def _steps(config: ExperimentConfig, run_id: str, workdir: Path, seconds: dict[s
         evaluation = tasks.evaluate_bundle(trained.bundle, data, config.beam_size, str(config.torch_device()))
     with _timed(seconds, "plot"):
         sources, targets = tasks.pick_examples(evaluation)
+        if probe:
+            sources, targets = [probe[0], *sources], [probe[1], *targets]
         attention = tasks.plot_attention(trained.bundle, sources, targets, workdir / "attention")
     extra = {
         "epochs_trained": float(len(trained.history)),
         "stopped_early": float(trained.stopped_early),
         "train_seconds": trained.train_seconds,
+        "parameters": float(trained.parameters),
     }
     score = float(evaluation.metrics[tracking.CHAMPION_METRIC.removeprefix("test_")])
     name = tracking.model_name(config.task)
@@ -129,21 +153,34 @@ def _steps(config: ExperimentConfig, run_id: str, workdir: Path, seconds: dict[s
         tasks.log_results(run_id, evaluation, attention, extra)
     with _timed(seconds, "register"):
         examples = sources[:3] or evaluation.predictions["source"].head(1).tolist()
-        version = tasks.register_model(run_id, trained.bundle, config, score, examples)
-        promotion = tasks.promote_champion(name, version, score)
+        model: dict[str, Any] = {"name": name, "version": None, "uri": None, "champion": False, "champion_version": None, "previous_champion": None}
+        if register:
+            version = tasks.register_model(run_id, trained.bundle, config, score, examples)
+            model.update(version=version, uri=f"models:/{name}/{version}")
+            if promote:
+                promotion = tasks.promote_champion(name, version, score)
+                model.update(
+                    champion=promotion.champion, champion_version=promotion.champion_version, previous_champion=promotion.previous
+                )
+        else:
+            model["uri"] = tasks.log_model(run_id, trained.bundle, config, examples)
+    records = json.loads((attention / "weights.json").read_text())
     return {
         "config": {key: getattr(config, key) for key in ("task", "scorer", "encoder", "decoder", "seed")},
         "epochs": len(trained.history),
         "stopped_early": trained.stopped_early,
         "train_seconds": round(trained.train_seconds, 3),
+        "parameters": trained.parameters,
         "final_epoch": trained.history[-1] if trained.history else {},
+        "history": trained.history,
         "metrics": tracking.evaluation_metrics(evaluation),
-        "model": {
-            "name": name,
-            "version": version,
-            "uri": f"models:/{name}/{version}",
-            "champion": promotion.champion,
-            "champion_version": promotion.champion_version,
-            "previous_champion": promotion.previous,
-        },
+        "by_length": _by_length(evaluation),
+        "probe": records[0] if probe and records else None,
+        "model": model,
     }
+
+
+def _by_length(evaluation) -> list[dict[str, float]]:
+    """Test exact match per source length (not bucketed): ``[{length, count, exact_match}]``."""
+    grouped = evaluation.predictions.groupby("source_length")["correct"].agg(["size", "mean"])
+    return [{"length": int(n), "count": int(row["size"]), "exact_match": float(row["mean"])} for n, row in grouped.iterrows()]

@@ -22,7 +22,8 @@ from _flowkit import KNOWN_DATES, TINY, assert_one_line_error, client_for, point
 
 SUMMARY_KEYS = {
     "run_id", "experiment", "tracking_uri", "status", "config", "epochs", "stopped_early", "train_seconds",
-    "final_epoch", "metrics", "model", "prefect_flow_run_id", "ui", "timings",
+    "final_epoch", "metrics", "model", "prefect_flow_run_id", "ui", "timings", "parameters", "history",
+    "by_length", "probe",
 }  # fmt: skip
 MODEL_KEYS = {"name", "version", "uri", "champion", "champion_version", "previous_champion"}
 

@@ -1,0 +1,276 @@
+"""What every ``attnlab`` command shares: one-line user errors, quiet logs, config assembly from
+YAML, flags and ``-o KEY=VALUE``, progress lines, quiet interrupts and serving a child server."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+import typer
+from attnlab.flows.errors import UserError
+
+PROG = "attnlab"
+PLUGIN_OPTION_GROUPS = ("task", "test_task", "scorer", "encoder", "decoder")
+CLI_FIELDS = {
+    "task": "--task",
+    "scorer": "--scorer",
+    "encoder": "--encoder",
+    "decoder": "--decoder",
+    "epochs": "--epochs",
+    "seed": "--seed",
+    "embedding_dim": "--embedding-dim",
+    "hidden_size": "--hidden-size",
+    "train_size": "--train-size",
+    "batch_size": "--batch-size",
+    "learning_rate": "--learning-rate",
+    "beam_size": "--beam-size",
+    "device": "--device",
+}
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    typer.echo(f"{PROG}: error: {' '.join(str(message).split())}", err=True)
+    return typer.Exit(code)
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn the mistakes a user can make into one line and exit status 2."""
+    from attnlab.plugins import PluginError
+    from pydantic import ValidationError
+
+    try:
+        yield
+    except (UserError, PluginError) as exc:
+        raise fail(str(exc)) from None
+    except ValidationError as exc:
+        raise fail(validation_message(exc, {})) from None
+
+
+def quiet(verbose: bool) -> None:
+    """Keep Prefect's and MLflow's logs to warnings unless --verbose (must run before they are
+    imported: both read their level at import)."""
+    level = "INFO" if verbose else "WARNING"
+    for name in ("PREFECT_LOGGING_LEVEL", "MLFLOW_LOGGING_LEVEL"):
+        if verbose:
+            os.environ[name] = level
+        else:
+            os.environ.setdefault(name, level)
+    for name in ("mlflow", "prefect", "alembic"):  # in case they were imported already
+        logging.getLogger(name).setLevel(os.environ["MLFLOW_LOGGING_LEVEL"] if name != "prefect" else os.environ["PREFECT_LOGGING_LEVEL"])
+    if not verbose:
+        import warnings
+
+        warnings.filterwarnings("ignore", module=r"(mlflow|prefect|pydantic|torch)(\..*)?")
+
+
+# --------------------------------------------------------------------------- config assembly
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    import yaml
+
+    if not path.exists():
+        raise UserError(f"config file {str(path)!r} does not exist")
+    if path.is_dir():
+        raise UserError(f"config file {str(path)!r} is a folder; give a YAML file")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise UserError(f"config file {str(path)!r} is not valid YAML: {problem}{where}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"config file {str(path)!r} is not UTF-8 text") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise UserError(
+            f"config file {str(path)!r} must hold a mapping of config keys (e.g. 'epochs: 5'), "
+            f"not a {type(data).__name__}"
+        )
+    return data
+
+
+def parse_option(text: str) -> tuple[list[str], Any]:
+    """``KEY=VALUE`` (VALUE read as YAML: 4, 0.1, true, [a, b]) -> key path and value."""
+    import yaml
+
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise UserError(f"--option {text!r}: expected KEY=VALUE, e.g. -o scorer.heads=4 or -o learning_rate=0.01")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw
+    parts = key.split(".")
+    if len(parts) == 2 and parts[0] in PLUGIN_OPTION_GROUPS:
+        return [f"{parts[0]}_options", parts[1]], value
+    if len(parts) == 1:
+        return parts, value
+    raise UserError(
+        f"--option {text!r}: KEY is a config field (e.g. learning_rate) or a plugin option "
+        f"{'|'.join(PLUGIN_OPTION_GROUPS)}.NAME (e.g. scorer.heads; test_task.NAME sets "
+        "test_task_options)"
+    )
+
+
+def validation_message(exc, sources: dict[str, str]) -> str:
+    """One line for a pydantic ValidationError of ExperimentConfig: which key, from where, what
+    is wrong and what is allowed."""
+    from attnlab.config import ExperimentConfig
+
+    errors = exc.errors()
+    first = errors[0]
+    loc = ".".join(str(part) for part in first["loc"]) or "config"
+    where = sources.get(str(first["loc"][0]) if first["loc"] else "", "")
+    where = f" (from {where})" if where else ""
+    more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+    if first["type"] == "extra_forbidden":
+        allowed = ", ".join(ExperimentConfig.model_fields)
+        return f"unknown config key {loc!r}{where}; allowed keys: {allowed}{more}"
+    message = first["msg"].removeprefix("Value error, ")
+    return f"bad value {first.get('input')!r} for {loc}{where}: {message}{more}"
+
+
+def build_config(
+    config_file: Path | None, flags: dict[str, Any], options: list[str]
+):
+    """ExperimentConfig from defaults < YAML file < command-line flags < -o KEY=VALUE."""
+    from attnlab.config import ExperimentConfig
+    from pydantic import ValidationError
+
+    data: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    if config_file is not None:
+        data = read_yaml(config_file)
+        sources = {str(key): f"config file {str(config_file)!r}" for key in data}
+    for key, value in flags.items():
+        if value is not None:
+            data[key] = value
+            sources[key] = CLI_FIELDS.get(key, key)
+    for text in options:
+        path, value = parse_option(text)
+        if len(path) == 2:
+            current = data.get(path[0]) or {}
+            if not isinstance(current, dict):
+                raise UserError(f"{path[0]} must be a mapping of option names to values, got {current!r}")
+            data[path[0]] = {**current, path[1]: value}
+        else:
+            data[path[0]] = value
+        sources[path[0]] = f"-o {text}"
+    try:
+        return ExperimentConfig.model_validate(data)
+    except ValidationError as exc:
+        raise UserError(validation_message(exc, sources)) from None
+
+
+def check_config(config) -> None:
+    """Fail fast (before Prefect or MLflow start) on unknown plugins, options they refuse and data
+    sizes the task cannot provide."""
+    from attnlab.data import check_sizes
+    from attnlab.model import build_model, build_task
+
+    task = build_task(config)
+    build_model(config, task)
+    test_task = build_task(config, split="test") if config.test_task_options else None
+    try:
+        check_sizes(task, (config.train_size, config.validation_size, config.test_size), test_task)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+
+
+
+class _DropInterruptNoise(logging.Filter):
+    """Prefect logs a crash at ERROR level for a Ctrl-C; the CLI says it in one line instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "interrupt signal" not in record.getMessage()
+
+
+@contextmanager
+def interrupts_quietly() -> Iterator[None]:
+    """SIGTERM ends a training like Ctrl-C (the MLflow run ends KILLED, not stuck RUNNING), and
+    Prefect's crash reports for them are not printed."""
+    import signal
+    import threading
+
+    def terminate(signum, frame):
+        raise KeyboardInterrupt
+
+    noise = _DropInterruptNoise()
+    loggers = [logging.getLogger(name) for name in ("prefect.task_runs", "prefect.flow_runs", "prefect.flow_engine", "prefect.task_engine")]
+    for logger in loggers:
+        logger.addFilter(noise)
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, terminate) if main else None
+    try:
+        yield
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)
+        for logger in loggers:
+            logger.removeFilter(noise)
+
+
+def progress_handler() -> logging.Handler:
+    logger = logging.getLogger("attnlab.progress")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    return handler
+
+
+def preload() -> None:
+    """Import what the run needs later while Prefect's server boots on the other core: torch's
+    optimizers import torch._dynamo (~1.2 s) on their first step, plots need matplotlib, the model
+    logging mlflow.pyfunc."""
+    import importlib
+
+    for name in ("torch._dynamo", "attnlab.plots", "attnlab.flows.pyfunc", "mlflow.models"):
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001  only a head start; the real import reports problems
+            pass
+
+
+def ui_hint(store) -> str:
+    if store.embedded:
+        return "attnlab ui  (then open http://127.0.0.1:5000)"
+    return f"open {store.tracking_uri}" if store.tracking_uri.startswith("http") else "mlflow ui --backend-store-uri " + store.tracking_uri
+
+
+
+def serve(command: list[str]) -> int:
+    """Run the server until it exits or this process is interrupted or terminated; then stop it
+    with all its workers (its own process group), so nothing is left listening."""
+    import signal
+    import subprocess
+
+    def terminate(signum, frame):
+        raise KeyboardInterrupt
+
+    server = subprocess.Popen(command, start_new_session=True)
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        return server.wait()
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGTERM)
+            try:
+                server.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(server.pid, signal.SIGKILL)
+
+
