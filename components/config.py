@@ -7,7 +7,7 @@ UI shows a form) and every field is logged to MLflow as a param.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
@@ -48,6 +48,9 @@ class ExperimentConfig(BaseModel):
         "convergence",
     )
     learning_rate: PositiveFloat = 5e-3
+    lr_schedule: Literal["constant", "cosine"] = Field(
+        "constant", description="'cosine' decays the learning rate to 0 over the epochs, step by step"
+    )
     clip_norm: PositiveFloat = Field(1.0, description="gradient clipping (max global norm)")
     teacher_forcing: float = Field(
         1.0, ge=0.0, le=1.0, description="probability of feeding the gold previous token"

@@ -76,13 +76,22 @@ def validation_metrics(model: Seq2Seq, data: EncodedExamples, max_length: int | 
     return {"val_loss": loss, "val_exact_match": exact_match(texts, targets)}
 
 
-def _save_checkpoint(path: Path, model, optimizer, result: TrainResult, config: ExperimentConfig) -> None:
+def _schedule(optimizer: torch.optim.Optimizer, config: ExperimentConfig, examples: int) -> torch.optim.lr_scheduler.LRScheduler:
+    """The per-batch learning-rate schedule of ``config.lr_schedule``."""
+    if config.lr_schedule == "cosine":
+        steps = config.epochs * math.ceil(examples / config.batch_size)
+        return torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=max(1, steps))
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
+
+
+def _save_checkpoint(path: Path, model, optimizer, schedule, result: TrainResult, config: ExperimentConfig) -> None:
     tmp = path.with_suffix(".tmp")
     torch.save(
         {
             "config": config.model_dump(mode="json"),
             "model": model.state_dict(),
             "optimizer": optimizer.state_dict(),
+            "schedule": schedule.state_dict(),
             "history": result.history,
             "train_seconds": result.train_seconds,
             "rng": torch.get_rng_state(),
@@ -92,7 +101,7 @@ def _save_checkpoint(path: Path, model, optimizer, result: TrainResult, config: 
     tmp.replace(path)  # atomic: an interrupted save never leaves a half-written checkpoint
 
 
-def _resume(path: Path, model, optimizer, config: ExperimentConfig) -> TrainResult:
+def _resume(path: Path, model, optimizer, schedule, config: ExperimentConfig) -> TrainResult:
     state = torch.load(path, map_location="cpu", weights_only=False)
     if state["config"] != config.model_dump(mode="json"):
         raise ValueError(
@@ -101,6 +110,7 @@ def _resume(path: Path, model, optimizer, config: ExperimentConfig) -> TrainResu
         )
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
+    schedule.load_state_dict(state["schedule"])
     torch.set_rng_state(state["rng"])
     return TrainResult(history=state["history"], train_seconds=state["train_seconds"])
 
@@ -126,9 +136,10 @@ def train(
     device = next(model.parameters()).device
     train_data, validation_data = train_data.to(device), validation_data.to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+    schedule = _schedule(optimizer, config, len(train_data))
     result = TrainResult()
     if checkpoint is not None and checkpoint.exists():
-        result = _resume(checkpoint, model, optimizer, config)
+        result = _resume(checkpoint, model, optimizer, schedule, config)
         if _reached_target(result.history, config):
             result.stopped_early = True
             return result
@@ -149,6 +160,7 @@ def train(
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
             optimizer.step()
+            schedule.step()
             loss_sum += loss.item() * len(batch)
             seen += len(batch)
         train_seconds = time.perf_counter() - started
@@ -163,7 +175,7 @@ def train(
         result.history.append(metrics)
         result.train_seconds += metrics["seconds"]
         if checkpoint is not None:
-            _save_checkpoint(checkpoint, model, optimizer, result, config)
+            _save_checkpoint(checkpoint, model, optimizer, schedule, result, config)
         if on_epoch is not None:
             on_epoch(metrics)
         if _reached_target(result.history, config):

@@ -66,6 +66,7 @@ def quiet(verbose: bool) -> None:
         import warnings
 
         warnings.filterwarnings("ignore", module=r"(mlflow|prefect|pydantic|torch)(\..*)?")
+        os.environ.setdefault("PYTHONWARNINGS", "ignore")  # worker processes of sweeps
 
 
 # --------------------------------------------------------------------------- config assembly
@@ -219,8 +220,9 @@ def interrupts_quietly() -> Iterator[None]:
             logger.removeFilter(noise)
 
 
-def progress_handler() -> logging.Handler:
-    logger = logging.getLogger("attnlab.progress")
+def progress_handler(name: str = "attnlab.progress") -> logging.Handler:
+    """Print the INFO lines of logger ``name`` on stderr (remove the handler when done)."""
+    logger = logging.getLogger(name)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
     logger.addHandler(handler)

@@ -94,3 +94,24 @@ def without_heartbeats() -> Iterator[None]:
         context = contextlib.nullcontext()
     with context:
         yield
+
+
+def share_with_workers() -> str | None:
+    """Export the Prefect API this process uses as ``PREFECT_API_URL``, so the worker processes
+    it starts (a process pool, a local Dask cluster) use the same server instead of each starting
+    its own temporary one (~10-45 s apiece, and their runs would not show up here). The URL, or
+    None when there is none yet."""
+    from prefect.settings import get_current_settings
+
+    url = get_current_settings().api.url
+    if not url:
+        try:
+            from prefect.server.api.server import SubprocessASGIServer
+        except ImportError:
+            return None
+        server = SubprocessASGIServer._instances.get(None)
+        if server is None or not server.running:
+            return None
+        url = server.api_url
+    os.environ["PREFECT_API_URL"] = str(url)
+    return str(url)

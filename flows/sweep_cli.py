@@ -1,5 +1,231 @@
-"""Placeholder: commands are added here."""
+"""``attnlab sweep``: train every combination of plugins and seeds and compare them.
+
+Everything a user gives is checked before anything starts (grid values against the installed
+plugins, seeds, parallelism, the Dask address, every combination's config); a mistake is one
+line and exit status 2. A sweep where some combination failed reports everything, then exits 1.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any, Optional
+from urllib.parse import urlsplit
+
+import typer
+
+from attnlab.flows.cli_support import build_config, check_config, fail, interrupts_quietly, progress_handler, quiet, user_errors
+from attnlab.flows.errors import UserError
+
+RUNNERS = ("process", "thread", "dask")
+#: Grid options -> plugin groups.
+GRID_GROUPS = {"task": "tasks", "scorer": "scorers", "encoder": "encoders", "decoder": "decoders"}
 
 
-def register(app) -> None:
-    """Add this module's commands to the ``attnlab`` app."""
+def parse_names(option: str, text: str | None) -> list[str] | None:
+    """``"a,b"`` -> ``["a", "b"]`` checked against the installed plugins of the option's group."""
+    from attnlab.plugins import list_plugins
+
+    if text is None:
+        return None
+    names = [name.strip() for name in text.split(",")]
+    if not text.strip() or any(not name for name in names):
+        raise UserError(f"--{option} {text!r}: give comma-separated names without empty entries, e.g. --{option} dot,additive")
+    available = list_plugins(GRID_GROUPS[option])
+    unknown = [name for name in names if name not in available]
+    if unknown:
+        raise UserError(f"--{option}: unknown {option} {unknown[0]!r}; available: {', '.join(available)}")
+    if len(set(names)) != len(names):
+        raise UserError(f"--{option} {text!r}: a name is repeated")
+    return names
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``"0,1,2"`` -> ``[0, 1, 2]``."""
+    parts = [part.strip() for part in text.split(",")]
+    try:
+        seeds = [int(part) for part in parts]
+    except ValueError:
+        bad = next(part for part in parts if not part.lstrip("-").isdigit())
+        raise UserError(f"--seeds {text!r}: {bad!r} is not an integer; give e.g. --seeds 0,1,2") from None
+    if len(set(seeds)) != len(seeds):
+        raise UserError(f"--seeds {text!r}: a seed is repeated")
+    return seeds
+
+
+def parse_bands(text: str | None) -> list[tuple[int, int]]:
+    """``"5-20,21-40"`` -> ``[(5, 20), (21, 40)]`` (inclusive source-length ranges)."""
+    if not text:
+        return []
+    bands = []
+    for part in text.split(","):
+        low, sep, high = part.strip().partition("-")
+        if not (sep and low.isdigit() and high.isdigit()) or int(low) > int(high):
+            raise UserError(f"--length-bands {text!r}: {part.strip()!r} is not a range LOW-HIGH with LOW <= HIGH, e.g. 21-40")
+        bands.append((int(low), int(high)))
+    return bands
+
+
+def check_dask_address(address: str, timeout: float = 3.0) -> None:
+    """A ``tcp://host:port`` address that accepts connections, else UserError."""
+    parts = urlsplit(address)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if parts.scheme != "tcp" or not parts.hostname or port is None:
+        raise UserError(f"--dask-address {address!r}: expected tcp://HOST:PORT, e.g. tcp://10.0.0.5:8786")
+    try:
+        with socket.create_connection((parts.hostname, port), timeout=timeout):
+            pass
+    except OSError as exc:
+        reason = "connection refused" if isinstance(exc, ConnectionRefusedError) else (exc.strerror or str(exc) or "no answer in time")
+        raise UserError(f"cannot reach the Dask scheduler at {address}: {reason}; start one with 'dask scheduler'") from None
+
+
+def task_runner(runner: str, max_parallel: int, dask_address: str | None):
+    """The Prefect task runner of ``--runner`` (a local Dask cluster when no address)."""
+    if runner == "thread":
+        from prefect.task_runners import ThreadPoolTaskRunner
+
+        return ThreadPoolTaskRunner(max_workers=max_parallel)
+    if runner == "process":
+        from prefect.task_runners import ProcessPoolTaskRunner
+
+        return ProcessPoolTaskRunner(max_workers=max_parallel)
+    from prefect_dask import DaskTaskRunner
+
+    if dask_address:
+        return DaskTaskRunner(address=dask_address)
+    return DaskTaskRunner(cluster_kwargs={"n_workers": max_parallel, "threads_per_worker": 1, "processes": True, "dashboard_address": None})
+
+
+def sweep(
+    task: Optional[str] = typer.Option(None, metavar="NAMES", help="task plugin(s), comma-separated (default: date)"),
+    scorer: Optional[str] = typer.Option(None, metavar="NAMES", help="scorers, e.g. none,dot,additive,multihead"),
+    encoder: Optional[str] = typer.Option(None, metavar="NAMES", help="encoders, e.g. gru,transformer"),
+    decoder: Optional[str] = typer.Option(None, metavar="NAMES", help="decoders, e.g. rnn,transformer"),
+    seeds: str = typer.Option("0", metavar="N,N,...", help="seeds; each combination trains once per seed"),
+    epochs: Optional[str] = typer.Option(None, metavar="N", help="most epochs per run"),
+    train_size: Optional[str] = typer.Option(None, metavar="N", help="training examples"),
+    hidden_size: Optional[str] = typer.Option(None, metavar="N", help="hidden size"),
+    learning_rate: Optional[str] = typer.Option(None, metavar="FLOAT", help="Adam learning rate"),
+    config_file: Optional[Path] = typer.Option(None, "--config", metavar="FILE.yaml", help="YAML file of config keys shared by every run"),
+    option: list[str] = typer.Option([], "--option", "-o", metavar="KEY=VALUE", help="KEY=VALUE config override, e.g. -o task.max_length=40"),
+    max_parallel: Optional[int] = typer.Option(None, metavar="N", help="runs at once (default: CPU cores, at most the number of runs)"),
+    runner: str = typer.Option("process", metavar="|".join(RUNNERS), help="process pool, thread pool, or Dask (prefect-dask)"),
+    dask_address: Optional[str] = typer.Option(None, metavar="tcp://HOST:PORT", help="an existing Dask scheduler (default: a local cluster)"),
+    length_bands: Optional[str] = typer.Option(None, metavar="LOW-HIGH,...", help="also tabulate exact match on these source-length ranges, e.g. 5-20,21-40,41-50"),
+    experiment: Optional[str] = typer.Option(None, metavar="NAME", help="MLflow experiment (default: attnlab-<task>)"),
+    json_output: bool = typer.Option(False, "--json", help="print the summary as one JSON object"),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="show Prefect's and MLflow's logs"),
+) -> None:
+    """Train every combination of the given plugins over the seeds, concurrently; one MLflow
+    parent run holds the comparison table and plots."""
+    quiet(verbose)
+    with user_errors():
+        summary = run_sweep(
+            grid_text={"task": task, "scorer": scorer, "encoder": encoder, "decoder": decoder},
+            seeds_text=seeds,
+            flags={"epochs": epochs, "train_size": train_size, "hidden_size": hidden_size, "learning_rate": learning_rate},
+            config_file=config_file,
+            options=option,
+            max_parallel=max_parallel,
+            runner=runner,
+            dask_address=dask_address,
+            bands_text=length_bands,
+            experiment=experiment,
+        )
+    if json_output:
+        typer.echo(json.dumps(summary, default=str, ensure_ascii=False))
+    else:
+        typer.echo(format_sweep(summary))
+    if summary["failed"]:
+        raise typer.Exit(1)
+
+
+def format_sweep(summary: dict[str, Any]) -> str:
+    """The comparison table and where the sweep's results are."""
+    failed = f", {summary['failed']} failed" if summary["failed"] else ""
+    return "\n".join(
+        [
+            summary["text"],
+            "",
+            f"sweep run {summary['parent_run_id']} in experiment {summary['experiment']}: "
+            f"{summary['run_count']} runs of {summary['combinations']} combinations{failed}",
+            f"plots (artifacts of the sweep run): {', '.join(summary['plots'])}",
+        ]
+    )
+
+
+def run_sweep(
+    grid_text: dict[str, str | None],
+    seeds_text: str,
+    flags: dict[str, Any],
+    config_file: Path | None,
+    options: list[str],
+    max_parallel: int | None,
+    runner: str,
+    dask_address: str | None,
+    bands_text: str | None,
+    experiment: str | None,
+) -> dict[str, Any]:
+    """Check everything, then run the sweep flow on the chosen runner; its summary."""
+    from attnlab.compare import Grid, grid_configs
+
+    if runner not in RUNNERS:
+        raise UserError(f"--runner {runner!r}: choose one of {', '.join(RUNNERS)}")
+    if dask_address and runner != "dask":
+        raise UserError("--dask-address needs --runner dask")
+    if max_parallel is not None and max_parallel < 1:
+        raise UserError(f"--max-parallel {max_parallel}: give at least 1")
+    grid = {dim: names for dim, text in grid_text.items() if (names := parse_names(dim, text))}
+    seeds = parse_seeds(seeds_text)
+    bands = parse_bands(bands_text)
+    base = build_config(config_file, {**flags, **{dim: names[0] for dim, names in grid.items()}}, options)
+    configs = grid_configs(base, Grid({dim: tuple(names) for dim, names in grid.items()}, tuple(seeds)))
+    for config in {(c.task, c.scorer, c.encoder, c.decoder): c for c in configs}.values():
+        try:
+            check_config(config)
+        except UserError as exc:
+            raise UserError(f"{config.scorer}/{config.encoder}/{config.decoder} on {config.task}: {exc}") from None
+    if dask_address:
+        check_dask_address(dask_address)
+    parallel = max_parallel or min(len(configs), os.cpu_count() or 1)
+    # Local workers share this machine's cores; a remote cluster sizes its own workers.
+    threads = None if dask_address else max(1, (os.cpu_count() or 1) // min(parallel, len(configs)))
+
+    from attnlab.flows import tracking
+
+    tracking.check_store(tracking.resolve_store())
+    from attnlab.flows.prefect_server import share_with_workers, start_in_background, without_heartbeats
+
+    server = start_in_background()
+    if server is not None:
+        server.join()
+    share_with_workers()
+    from attnlab.flows.sweep_flow import sweep_flow
+
+    typer.echo(
+        f"sweep: {len(configs)} runs ({len(configs) // len(seeds)} combinations x {len(seeds)} seeds) on {base.task}, "
+        f"{parallel} at a time on the {runner} runner{f' at {dask_address}' if dask_address else ''}",
+        err=True,
+    )
+    handler = progress_handler("attnlab.sweep")
+    try:
+        with interrupts_quietly(), without_heartbeats() if server is not None else nullcontext():
+            flow = sweep_flow.with_options(task_runner=task_runner(runner, parallel, dask_address))
+            return flow(base=base, grid=grid, seeds=seeds, experiment=experiment, max_parallel=parallel, threads=threads, bands=bands)
+    except KeyboardInterrupt:
+        raise fail("interrupted: the sweep run and its unfinished runs ended KILLED", 130) from None
+    finally:
+        logging.getLogger("attnlab.sweep").removeHandler(handler)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``sweep`` to the ``attnlab`` app."""
+    app.command()(sweep)

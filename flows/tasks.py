@@ -92,7 +92,7 @@ def load_splits(path: Path) -> Splits:
 NOT_DATA = frozenset(
     {
         "scorer", "scorer_options", "encoder", "encoder_options", "decoder", "decoder_options",
-        "embedding_dim", "hidden_size", "epochs", "batch_size", "length_bucketing", "learning_rate",
+        "embedding_dim", "hidden_size", "epochs", "batch_size", "length_bucketing", "learning_rate", "lr_schedule",
         "clip_norm", "teacher_forcing", "target_exact_match", "beam_size", "device",
     }
 )  # fmt: skip

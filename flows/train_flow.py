@@ -52,7 +52,7 @@ def _plugin_version(task: str) -> str:
 def train_flow(
     config: ExperimentConfig = ExperimentConfig(),
     experiment: str | None = None,
-    register: bool = True,
+    register_model: bool = True,
     promote: bool = True,
     parent_run_id: str | None = None,
     probe: list[str] | None = None,
@@ -60,7 +60,7 @@ def train_flow(
     """Run one experiment end to end and return its summary (JSON-ready).
 
     ``experiment`` defaults to ``attnlab-<task>``. The model is logged to the run and, when
-    ``register``, registered as ``attnlab-<task>``; ``promote`` then lets it take the champion
+    ``register_model``, registered as ``attnlab-<task>``; ``promote`` then lets it take the champion
     alias if it beats the champion. ``parent_run_id`` makes the run a child of that MLflow run.
     ``probe`` is a ``[source, target]`` pair plotted first, its attention returned as ``probe``.
     """
@@ -73,7 +73,7 @@ def train_flow(
         run_id = tasks.start_run(config, experiment, tags)
     workdir = Path(tempfile.mkdtemp(prefix="attnlab-run-"))
     try:
-        summary = _steps(config, run_id, workdir, seconds, register and promote, register, probe)
+        summary = _steps(config, run_id, workdir, seconds, register_model and promote, register_model, probe)
         with _no_sigint():
             tracking.end_run(MlflowClient(), run_id, "FINISHED")
     except BaseException as exc:

@@ -1,0 +1,232 @@
+"""The sweep flow: one train pipeline per combination of plugins and seed, run concurrently on a
+task runner, all linked to one MLflow parent run that ends up holding the comparison.
+
+Each combination is a Prefect task (``train-combination``) that runs the train flow as a subflow
+in whichever process or Dask worker the runner picks; its MLflow run is linked to the parent
+explicitly (``mlflow.parentRunId``: runs started elsewhere do not inherit an active run). A
+failed combination is reported, the others go on; at the end the parent run gets the comparison
+tables and figures and ends FINISHED, or FAILED when some combination failed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from mlflow import MlflowClient
+from mlflow.entities import Metric, Param
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+from prefect.futures import as_completed
+from prefect.runtime import flow_run
+
+from attnlab.compare import Grid, comparison_table, format_table, grid_configs, run_rows
+from attnlab.compare_plots import accuracy_by_length, attention_side_by_side, learning_curves
+from attnlab.config import ExperimentConfig
+from attnlab.flows import tasks, tracking
+from attnlab.flows.train_flow import dataset
+from attnlab.plots import save_figure
+
+#: One line per finished combination goes to this logger.
+progress = logging.getLogger("attnlab.sweep")
+
+
+@task(name="train-combination", cache_policy=NO_CACHE)
+def train_combination(
+    config: ExperimentConfig, experiment: str, parent_run_id: str, probe: list[str] | None, threads: int | None, name: str
+) -> dict[str, Any]:
+    """Train one combination (the train flow, as a subflow; logged, not registered); its summary.
+
+    ``threads`` caps torch's threads in this worker (None: torch's default)."""
+    # Imported here: a task shipped to a worker process is pickled by value, and the flow it
+    # refers to would arrive without the module globals its parameter annotations name.
+    from attnlab.flows.train_flow import train_flow
+
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    child = train_flow.with_options(flow_run_name=name)
+    return child(config=config, experiment=experiment, register_model=False, parent_run_id=parent_run_id, probe=probe)
+
+
+def pick_probe(config: ExperimentConfig) -> tuple[list[str], int]:
+    """``[source, target]`` of the test example to show under every combination (the longest
+    source no longer than the longest training source, first such in test order) and the length
+    of the longest training source."""
+    splits = tasks.load_splits(dataset(config))
+    longest_train = max(len(example.source) for example in splits.train)
+    candidates = [example for example in splits.test if len(example.source) <= longest_train] or splits.test
+    chosen = max(candidates, key=lambda example: len(example.source))
+    return [chosen.source, chosen.target], longest_train
+
+
+def _start_parent(client: MlflowClient, experiment: str, base: ExperimentConfig, grid: Grid, bands) -> str:
+    store = tracking.resolve_store()
+    experiment_id = tracking.ensure_experiment(client, experiment, store)
+    swept = [dim for dim, values in grid.values.items() if values]
+    name = "sweep-" + "-".join(f"{len(grid.values[d])}{d}" for d in swept) + f"-{len(grid.seeds)}seeds"
+    tags = {
+        "attnlab.sweep": "parent",
+        "prefect.flow_run_id": str(flow_run.id or ""),
+        "prefect.flow_run_name": str(flow_run.name or ""),
+    }
+    run_id = client.create_run(experiment_id, run_name=name, tags=tags).info.run_id
+    params = {f"grid.{dim}": ",".join(grid.values[dim]) for dim in swept}
+    params["grid.seeds"] = ",".join(map(str, grid.seeds))
+    params["length_bands"] = ",".join(f"{low}-{high}" for low, high in bands) or "-"
+    fixed = {k: v for k, v in tracking.config_params(base).items() if k not in swept and k != "seed"}
+    client.log_batch(run_id, params=[Param(k, v) for k, v in {**params, **fixed}.items()])
+    return run_id
+
+
+def _finish_line(index: int, total: int, result: dict[str, Any]) -> str:
+    head = f"[{index}/{total}] {result['label']} seed {result['seed']}:"
+    if result["status"] != "FINISHED":
+        return f"{head} FAILED: {result['error']}"
+    summary = result["summary"]
+    metrics = summary["metrics"]
+    alignment = metrics.get("test_alignment_accuracy")
+    extra = f"  alignment {alignment:.3f}" if alignment is not None else ""
+    return (
+        f"{head} exact_match {metrics['test_exact_match']:.3f}  char_accuracy {metrics['test_char_accuracy']:.3f}{extra}"
+        f"  ({summary['epochs']} epochs, {summary['train_seconds']:.1f} s training)"
+    )
+
+
+def _outcome(future, label: str, config: ExperimentConfig) -> dict[str, Any]:
+    """A finished future as ``{label, seed, task, status, summary | error}``."""
+    base = {"label": label, "seed": config.seed, "task": config.task}
+    try:
+        return {**base, "status": "FINISHED", "summary": future.result()}
+    except Exception as exc:  # noqa: BLE001  any failure of one combination is reported, not raised
+        error = " ".join(f"{type(exc).__name__}: {exc}".split())
+        return {**base, "status": "FAILED", "error": error[:500]}
+
+
+def _run_all(jobs, experiment, parent_run_id, probes, threads, max_parallel) -> list[dict[str, Any]]:
+    """Submit ``jobs`` [(label, config)], at most ``max_parallel`` at once; the outcomes in job
+    order, each reported as it finishes."""
+    pending = list(enumerate(jobs))
+    running: dict[Any, tuple[int, str, ExperimentConfig]] = {}
+    outcomes: dict[int, dict[str, Any]] = {}
+    while pending or running:
+        while pending and len(running) < max_parallel:
+            index, (label, config) = pending.pop(0)
+            name = f"{label.replace('/', '-')}-seed{config.seed}"
+            future = train_combination.with_options(task_run_name=f"train-{name}").submit(
+                config, experiment, parent_run_id, probes.get(config.task), threads, name
+            )
+            running[future] = (index, label, config)
+        done = next(iter(as_completed(list(running))))
+        index, label, config = running.pop(done)
+        outcomes[index] = _outcome(done, label, config)
+        progress.info(_finish_line(len(outcomes), len(jobs), outcomes[index]))
+    return [outcomes[i] for i in range(len(jobs))]
+
+
+def _log_comparison(
+    client: MlflowClient, parent_run_id: str, results, labels, bands, train_max: dict[str, int], workdir: Path
+) -> dict[str, Any]:
+    """Tables, per-combination metrics and figures on the parent run; what the CLI shows."""
+    runs = run_rows(results, bands)
+    table = comparison_table(runs, labels)
+    client.log_table(parent_run_id, runs, "tables/runs.json")
+    client.log_table(parent_run_id, table, "tables/comparison.json")
+    metrics = [
+        Metric(f"{row['label']}/{column}", float(row[column]), 0, 0)
+        for row in table.to_dict(orient="records")
+        for column in table.columns
+        if column.endswith(("_mean", "_std")) and row[column] == row[column]  # skip NaN
+    ]
+    for start in range(0, len(metrics), 500):
+        client.log_batch(parent_run_id, metrics=metrics[start : start + 500])
+    plots = []
+    for task_name in dict.fromkeys(r["task"] for r in results):
+        finished = {
+            label: [r["summary"] for r in results if r["label"] == label and r["task"] == task_name and r["status"] == "FINISHED"]
+            for label in labels
+            if any(r["label"] == label and r["task"] == task_name for r in results)
+        }
+        suffix = f"_{task_name}" if len({r["task"] for r in results}) > 1 else ""
+        panels = [(label, summaries[0]["probe"] if summaries else None) for label, summaries in finished.items()]
+        figures = {
+            f"accuracy_by_length{suffix}.png": accuracy_by_length(finished, train_max.get(task_name)),
+            f"learning_curves{suffix}.png": learning_curves(finished),
+            f"attention_by_combination{suffix}.png": attention_side_by_side(panels),
+        }
+        for filename, figure in figures.items():
+            plots.append(save_figure(figure, workdir / filename))
+    tracking.log_folder(client, parent_run_id, workdir, "plots")
+    return {
+        "table": json.loads(table.to_json(orient="records")),
+        "run_table": json.loads(runs.to_json(orient="records")),
+        "text": format_table(table),
+        "plots": [f"plots/{p.name}" for p in plots],
+    }
+
+
+def _kill_children(client: MlflowClient, experiment: str, parent_run_id: str) -> None:
+    """End KILLED the child runs an interrupted sweep left RUNNING."""
+    found = client.get_experiment_by_name(experiment)
+    if found is None:
+        return
+    query = f"tags.mlflow.parentRunId = '{parent_run_id}' and attributes.status = 'RUNNING'"
+    for run in client.search_runs([found.experiment_id], query):
+        client.set_terminated(run.info.run_id, "KILLED")
+
+
+@flow(name="attnlab-sweep", description="Train every combination of plugins and seeds; compare them in one MLflow parent run.")
+def sweep_flow(
+    base: ExperimentConfig,
+    grid: dict[str, list[str]],
+    seeds: list[int],
+    experiment: str | None = None,
+    max_parallel: int = 2,
+    threads: int | None = None,
+    bands: list[tuple[int, int]] | None = None,
+) -> dict[str, Any]:
+    """Run the sweep; its summary (JSON-ready): parent run, comparison table, runs, plots.
+
+    ``grid`` maps dimensions (task, scorer, encoder, decoder) to plugin names; ``bands`` are
+    inclusive source-length ranges whose exact match is tabulated (e.g. ``[(21, 40)]``).
+    """
+    grid_ = Grid({dim: tuple(values) for dim, values in grid.items()}, tuple(seeds))
+    bands = [tuple(band) for band in bands or []]
+    experiment = experiment or tracking.experiment_name(base.task if len(grid_.values.get("task", ())) <= 1 else "sweeps")
+    configs = grid_configs(base, grid_)
+    jobs = [(grid_.label(config), config) for config in configs]
+    labels = list(dict.fromkeys(label for label, _ in jobs))
+    tracking.check_store(tracking.use_store())
+    client = MlflowClient()
+    parent_run_id = _start_parent(client, experiment, base, grid_, bands)
+    workdir = Path(tempfile.mkdtemp(prefix="attnlab-sweep-"))
+    try:
+        picked = {config.task: pick_probe(config) for config in {c.task: c for c in configs}.values()}
+        probes = {name: probe for name, (probe, _) in picked.items()}
+        train_max = {name: longest for name, (_, longest) in picked.items()}
+        results = _run_all(jobs, experiment, parent_run_id, probes, threads, max(1, max_parallel))
+        comparison = _log_comparison(client, parent_run_id, results, labels, bands, train_max, workdir)
+    except BaseException as exc:
+        _kill_children(client, experiment, parent_run_id)
+        interrupted = isinstance(exc, (KeyboardInterrupt, SystemExit)) or type(exc).__name__ == "TerminationSignal"
+        tracking.end_run(client, parent_run_id, "KILLED" if interrupted else "FAILED", error=f"{type(exc).__name__}: {exc}")
+        raise
+    failed = sum(result["status"] != "FINISHED" for result in results)
+    if failed:
+        tracking.end_run(client, parent_run_id, "FAILED", error=f"{failed} of {len(results)} combinations failed")
+    else:
+        tracking.end_run(client, parent_run_id, "FINISHED")
+    return {
+        "parent_run_id": parent_run_id,
+        "experiment": experiment,
+        "tracking_uri": tracking.resolve_store().tracking_uri,
+        "combinations": len(labels),
+        "run_count": len(results),
+        "failed": failed,
+        **comparison,
+    }
+

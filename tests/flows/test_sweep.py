@@ -1,0 +1,185 @@
+"""attnlab sweep: parent and child runs, the comparison table and plots, partial failure, the
+Dask runner, concurrent logging, and bad input."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from attnlab.flows import cli
+
+from _flowkit import assert_one_line_error, client_for
+
+#: A tiny sweep: 2 scorers x 1 encoder x 2 seeds of reversal, a second or two per run.
+TINY_SWEEP = (
+    "sweep", "--task", "reverse", "--scorer", "dot,additive", "--encoder", "gru", "--seeds", "0,1",
+    "--epochs", "2", "--train-size", "300", "--hidden-size", "16", "-o", "embedding_dim=8",
+    "-o", "validation_size=40", "-o", "test_size=60", "-o", "task.max_length=12",
+    "-o", "test_task.max_length=16", "--length-bands", "5-12,13-16", "--json",
+)  # fmt: skip
+PLOTS = {"plots/accuracy_by_length.png", "plots/learning_curves.png", "plots/attention_by_combination.png"}
+
+
+def attnlab(capsys, *args: str) -> tuple[int, str, str]:
+    code = cli.main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _runs(store: Path, parent_run_id: str):
+    client = client_for(store)
+    parent = client.get_run(parent_run_id)
+    children = client.search_runs([parent.info.experiment_id], f"tags.mlflow.parentRunId = '{parent_run_id}'")
+    return client, parent, children
+
+
+def _artifacts(client, run_id: str, path: str) -> set[str]:
+    return {f.path for f in client.list_artifacts(run_id, path)}
+
+
+def check_linked_sweep(store: Path, summary: dict) -> None:
+    """The tiny sweep's parent run holds 4 linked children, the tables and the plots."""
+    assert summary["failed"] == 0 and summary["run_count"] == 4 and summary["combinations"] == 2
+    client, parent, children = _runs(store, summary["parent_run_id"])
+    assert parent.info.status == "FINISHED" and parent.data.tags["attnlab.sweep"] == "parent"
+    assert parent.data.params["grid.scorer"] == "dot,additive" and parent.data.params["grid.seeds"] == "0,1"
+    assert len(children) == 4 and {c.info.status for c in children} == {"FINISHED"}
+    assert sorted((c.data.tags["scorer"], c.data.params["seed"]) for c in children) == [
+        ("additive", "0"), ("additive", "1"), ("dot", "0"), ("dot", "1")
+    ]
+    assert {c.info.run_id for c in children} == {row["run_id"] for row in summary["run_table"]}
+    assert all(c.data.metrics["val_exact_match"] >= 0 for c in children)  # per-epoch metrics logged
+    assert _artifacts(client, parent.info.run_id, "plots") == PLOTS
+    assert _artifacts(client, parent.info.run_id, "tables") == {"tables/comparison.json", "tables/runs.json"}
+    table = summary["table"]
+    assert [row["label"] for row in table] == ["dot", "additive"]
+    for row in table:
+        assert row["runs"] == 2 and row["failed"] == 0
+        for name in ("exact_match", "char_accuracy", "alignment_accuracy", "train_seconds", "parameters",
+                     "exact_match_5_12", "exact_match_13_16"):  # fmt: skip
+            assert f"{name}_mean" in row and f"{name}_std" in row
+        assert 0 <= row["char_accuracy_mean"] <= 1 and row["parameters_std"] == 0 and row["parameters_mean"] > 0
+    assert parent.data.metrics["dot/char_accuracy_mean"] == pytest.approx(table[0]["char_accuracy_mean"])
+
+
+@pytest.mark.slow
+def test_tiny_sweep_links_children_to_one_parent_with_table_and_plots(capsys, empty_store):
+    code, out, err = attnlab(capsys, *TINY_SWEEP)
+    assert code == 0, err
+    check_linked_sweep(empty_store, json.loads(out))
+    assert err.count("[") >= 4 and "[4/4]" in err  # one progress line per finished run
+
+
+@pytest.mark.slow
+def test_tiny_sweep_on_a_local_dask_cluster_with_worker_processes(capsys, empty_store, monkeypatch):
+    from distributed import LocalCluster
+    from prefect.settings import get_current_settings
+
+    # The workers are separate processes: they find the test's Prefect server (127.0.0.1) and
+    # the MLflow store through the environment they start with.
+    monkeypatch.setenv("PREFECT_API_URL", str(get_current_settings().api.url))
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None) as cluster:
+        code, out, err = attnlab(capsys, *TINY_SWEEP, "--runner", "dask", "--dask-address", cluster.scheduler_address)
+    assert code == 0, err
+    assert "on the dask runner at tcp://127.0.0.1:" in err
+    check_linked_sweep(empty_store, json.loads(out))
+
+
+EXPLODING = """
+from attnlab.plugins import Attention
+
+class Exploding(Attention):
+    def score(self, query, keys):
+        raise RuntimeError("this scorer always fails")
+"""
+
+
+@pytest.mark.slow
+def test_a_failing_combination_is_reported_and_the_others_finish(capsys, empty_store, make_distribution, monkeypatch):
+    root = make_distribution("thirdparty-exploding", {"attnlab.scorers": {"exploding": "thirdparty_exploding:Exploding"}},
+                             {"thirdparty_exploding.py": EXPLODING})  # fmt: skip
+    monkeypatch.setenv("PYTHONPATH", str(root))  # the worker processes see the plugin too
+    args = [a if a != "dot,additive" else "dot,exploding" for a in TINY_SWEEP]
+    code, out, err = attnlab(capsys, *args)
+    assert code == 1, err
+    summary = json.loads(out)
+    assert summary["failed"] == 2 and summary["run_count"] == 4
+    rows = {row["label"]: row for row in summary["table"]}
+    assert rows["dot"]["failed"] == 0 and rows["dot"]["exact_match_mean"] is not None
+    assert rows["exploding"]["failed"] == 2 and "this scorer always fails" in rows["exploding"]["error"]
+    client, parent, children = _runs(empty_store, summary["parent_run_id"])
+    assert parent.info.status == "FAILED" and "2 of 4 combinations failed" in parent.data.tags["attnlab.error"]
+    statuses = sorted((c.data.tags["scorer"], c.info.status) for c in children)
+    assert statuses == [("dot", "FINISHED"), ("dot", "FINISHED"), ("exploding", "FAILED"), ("exploding", "FAILED")]
+    assert _artifacts(client, parent.info.run_id, "plots") == PLOTS  # reported all the same
+    assert "FAILED: RuntimeError: this scorer always fails" in err
+
+
+def _log_epochs(args: tuple[str, str, int]) -> str:
+    """In a fresh process: one run with ``epochs`` epochs of metrics in the store at ``folder``."""
+    import os
+
+    folder, name, epochs = args
+    os.environ["ATTNLAB_MLFLOW_DIR"] = folder
+    os.environ.pop("MLFLOW_TRACKING_URI", None)
+    from mlflow import MlflowClient
+
+    from attnlab.config import ExperimentConfig
+    from attnlab.flows import tracking
+
+    store = tracking.use_store()
+    client = MlflowClient()
+    run_id = tracking.start_run(client, tracking.ensure_experiment(client, "concurrent", store), ExperimentConfig(seed=int(name)))
+    for epoch in range(1, epochs + 1):
+        tracking.log_epoch(client, run_id, {"epoch": epoch, "train_loss": 1 / epoch, "val_loss": 2 / epoch,
+                                            "val_exact_match": epoch / epochs, "seconds": 0.1, "train_seconds": 0.1,
+                                            "samples_per_second": 1000.0 + epoch})  # fmt: skip
+    tracking.end_run(client, run_id, "FINISHED")
+    return run_id
+
+
+@pytest.mark.slow
+def test_eight_processes_logging_at_once_lose_nothing(tmp_path, monkeypatch):
+    from attnlab.flows import tracking
+
+    folder, epochs = tmp_path / "mlflow", 30
+    monkeypatch.setenv("ATTNLAB_MLFLOW_DIR", str(folder))
+    tracking.check_store(tracking.resolve_store())  # created first, as a sweep's parent run does
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(8, mp_context=context) as pool:
+        run_ids = list(pool.map(_log_epochs, [(str(folder), str(i), epochs) for i in range(8)]))
+    client = client_for(folder)
+    assert len(set(run_ids)) == 8
+    for run_id in run_ids:
+        assert client.get_run(run_id).info.status == "FINISHED"
+        for key in ("train_loss", "val_loss", "val_exact_match", "epoch_seconds", "samples_per_second"):
+            history = client.get_metric_history(run_id, key)
+            assert sorted(m.step for m in history) == list(range(1, epochs + 1)), key
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["--scorer", "dot,,additive"], ["--scorer", "without empty entries"]),
+        (["--scorer", ""], ["--scorer", "without empty entries"]),
+        (["--scorer", "dot,cosine"], ["unknown scorer 'cosine'", "additive", "multihead"]),
+        (["--encoder", "gru,gru"], ["--encoder", "repeated"]),
+        (["--seeds", "0,one"], ["--seeds", "'one' is not an integer"]),
+        (["--max-parallel", "0"], ["--max-parallel 0", "at least 1"]),
+        (["--runner", "spark"], ["--runner 'spark'", "process, thread, dask"]),
+        (["--dask-address", "tcp://127.0.0.1:9"], ["--dask-address needs --runner dask"]),
+        (["--runner", "dask", "--dask-address", "127.0.0.1:8786"], ["expected tcp://HOST:PORT"]),
+        (["--runner", "dask", "--dask-address", "tcp://127.0.0.1:9"], ["cannot reach the Dask scheduler", "refused"]),
+        (["--scorer", "multihead", "-o", "scorer.heads=3"], ["multihead", "heads"]),
+        (["--length-bands", "40-21"], ["--length-bands", "'40-21'"]),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2_before_anything_starts(capsys, empty_store, args, needles):
+    code, out, err = attnlab(capsys, "sweep", "--task", "reverse", *args)
+    assert code == 2
+    assert_one_line_error(err, *needles)
+    assert not (empty_store / "mlflow.db").exists()  # nothing was started
