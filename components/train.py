@@ -171,6 +171,7 @@ def train(
             "seconds": time.perf_counter() - started,
             "train_seconds": train_seconds,
             "samples_per_second": seen / train_seconds,
+            "learning_rate": optimizer.param_groups[0]["lr"],
         }
         result.history.append(metrics)
         result.train_seconds += metrics["seconds"]

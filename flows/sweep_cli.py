@@ -116,7 +116,7 @@ def sweep(
     learning_rate: Optional[str] = typer.Option(None, metavar="FLOAT", help="Adam learning rate"),
     config_file: Optional[Path] = typer.Option(None, "--config", metavar="FILE.yaml", help="YAML file of config keys shared by every run"),
     option: list[str] = typer.Option([], "--option", "-o", metavar="KEY=VALUE", help="KEY=VALUE config override, e.g. -o task.max_length=40"),
-    max_parallel: Optional[int] = typer.Option(None, metavar="N", help="runs at once (default: CPU cores, at most the number of runs)"),
+    max_parallel: Optional[int] = typer.Option(None, metavar="N", help="runs at once (default: one per CPU core; all runs on an existing Dask cluster)"),
     runner: str = typer.Option("process", metavar="|".join(RUNNERS), help="process pool, thread pool, or Dask (prefect-dask)"),
     dask_address: Optional[str] = typer.Option(None, metavar="tcp://HOST:PORT", help="an existing Dask scheduler (default: a local cluster)"),
     length_bands: Optional[str] = typer.Option(None, metavar="LOW-HIGH,...", help="also tabulate exact match on these source-length ranges, e.g. 5-20,21-40,41-50"),
@@ -195,7 +195,8 @@ def run_sweep(
             raise UserError(f"{config.scorer}/{config.encoder}/{config.decoder} on {config.task}: {exc}") from None
     if dask_address:
         check_dask_address(dask_address)
-    parallel = max_parallel or min(len(configs), os.cpu_count() or 1)
+    # An existing cluster sizes itself: by default every run is handed to it at once.
+    parallel = max_parallel or (len(configs) if dask_address else min(len(configs), os.cpu_count() or 1))
     # Local workers share this machine's cores; a remote cluster sizes its own workers.
     threads = None if dask_address else max(1, (os.cpu_count() or 1) // min(parallel, len(configs)))
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import queue
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,6 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, Param
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
-from prefect.futures import as_completed
 from prefect.runtime import flow_run
 
 from attnlab.compare import Grid, comparison_table, format_table, grid_configs, run_rows
@@ -107,10 +107,26 @@ def _outcome(future, label: str, config: ExperimentConfig) -> dict[str, Any]:
         return {**base, "status": "FAILED", "error": error[:500]}
 
 
-def _run_all(jobs, experiment, parent_run_id, probes, threads, max_parallel) -> list[dict[str, Any]]:
+def _running_line(client: MlflowClient, experiment: str, parent_run_id: str) -> str | None:
+    """Where the runs in progress are, read from their MLflow runs (works for any runner)."""
+    found = client.get_experiment_by_name(experiment)
+    query = f"tags.mlflow.parentRunId = '{parent_run_id}' and attributes.status = 'RUNNING'"
+    parts = []
+    for run in client.search_runs([found.experiment_id], query) if found else []:
+        history = client.get_metric_history(run.info.run_id, "val_exact_match")
+        epochs = run.data.params.get("epochs", "?")
+        where = f"epoch {max(m.step for m in history)}/{epochs} val_exact_match {history[-1].value:.3f}" if history else "starting"
+        parts.append(f"{run.data.tags.get('mlflow.runName', run.info.run_id)}: {where}")
+    return "running: " + "; ".join(sorted(parts)) if parts else None
+
+
+def _run_all(jobs, experiment, parent_run_id, probes, threads, max_parallel, report_every: float = 30.0) -> list[dict[str, Any]]:
     """Submit ``jobs`` [(label, config)], at most ``max_parallel`` at once; the outcomes in job
-    order, each reported as it finishes."""
+    order. Each outcome is reported as it comes, and the runs in progress every
+    ``report_every`` seconds."""
+    client = MlflowClient()
     pending = list(enumerate(jobs))
+    finished: queue.Queue = queue.Queue()
     running: dict[Any, tuple[int, str, ExperimentConfig]] = {}
     outcomes: dict[int, dict[str, Any]] = {}
     while pending or running:
@@ -121,7 +137,14 @@ def _run_all(jobs, experiment, parent_run_id, probes, threads, max_parallel) -> 
                 config, experiment, parent_run_id, probes.get(config.task), threads, name
             )
             running[future] = (index, label, config)
-        done = next(iter(as_completed(list(running))))
+            future.add_done_callback(finished.put)
+        try:
+            done = finished.get(timeout=report_every)
+        except queue.Empty:
+            line = _running_line(client, experiment, parent_run_id)
+            if line:
+                progress.info(line)
+            continue
         index, label, config = running.pop(done)
         outcomes[index] = _outcome(done, label, config)
         progress.info(_finish_line(len(outcomes), len(jobs), outcomes[index]))

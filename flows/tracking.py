@@ -44,6 +44,7 @@ EPOCH_METRICS = {
     "seconds": "epoch_seconds",
     "samples_per_second": "samples_per_second",
     "train_seconds": "epoch_train_seconds",
+    "learning_rate": "learning_rate",
 }
 #: Rows of the sample-predictions table (wrong ones first).
 SAMPLE_ROWS = 200

@@ -54,8 +54,9 @@ def test_same_seed_same_run_on_cpu():
         assert torch.equal(a, b)
 
 
-def test_resume_from_checkpoint_continues_where_it_stopped(tmp_path):
-    config = ExperimentConfig(device="cpu", target_exact_match=None, **{**TINY, "epochs": 3})
+@pytest.mark.parametrize("lr_schedule", ["constant", "cosine"])
+def test_resume_from_checkpoint_continues_where_it_stopped(tmp_path, lr_schedule):
+    config = ExperimentConfig(device="cpu", target_exact_match=None, lr_schedule=lr_schedule, **{**TINY, "epochs": 3})
     task, splits = prepare_data(config)
     straight, _ = train_model(config, task, splits)
 
@@ -75,6 +76,16 @@ def test_resume_from_checkpoint_continues_where_it_stopped(tmp_path):
     assert [m["epoch"] for m in result.history] == [1, 2, 3]
     for a, b in zip(straight.state_dict().values(), resumed.state_dict().values()):
         torch.testing.assert_close(a, b)
+
+
+def test_cosine_schedule_decays_the_learning_rate_to_zero_by_the_last_epoch():
+    rates = {}
+    for schedule in ("constant", "cosine"):
+        config = ExperimentConfig(lr_schedule=schedule, learning_rate=0.01, target_exact_match=None, **{**TINY, "epochs": 4})
+        rates[schedule] = [m["learning_rate"] for m in run_experiment(config).training.history]
+    assert rates["constant"] == [0.01] * 4
+    assert rates["cosine"][0] < 0.01 and rates["cosine"][-1] == pytest.approx(0.0, abs=1e-9)
+    assert rates["cosine"] == sorted(rates["cosine"], reverse=True)
 
 
 def test_checkpoint_of_another_config_is_refused(tmp_path):
