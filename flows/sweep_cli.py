@@ -121,6 +121,7 @@ def sweep(
     dask_address: Optional[str] = typer.Option(None, metavar="tcp://HOST:PORT", help="an existing Dask scheduler (default: a local cluster)"),
     length_bands: Optional[str] = typer.Option(None, metavar="LOW-HIGH,...", help="also tabulate exact match on these source-length ranges, e.g. 5-20,21-40,41-50"),
     experiment: Optional[str] = typer.Option(None, metavar="NAME", help="MLflow experiment (default: attnlab-<task>)"),
+    save_plots: Optional[Path] = typer.Option(None, metavar="DIR", help="also copy the sweep's figures into this folder"),
     json_output: bool = typer.Option(False, "--json", help="print the summary as one JSON object"),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="show Prefect's and MLflow's logs"),
 ) -> None:
@@ -128,6 +129,8 @@ def sweep(
     parent run holds the comparison table and plots."""
     quiet(verbose)
     with user_errors():
+        if save_plots is not None:
+            _writable_folder(save_plots)
         summary = run_sweep(
             grid_text={"task": task, "scorer": scorer, "encoder": encoder, "decoder": decoder},
             seeds_text=seeds,
@@ -140,12 +143,30 @@ def sweep(
             bands_text=length_bands,
             experiment=experiment,
         )
+        if save_plots is not None:
+            summary["saved_plots"] = copy_plots(summary["parent_run_id"], save_plots)
     if json_output:
         typer.echo(json.dumps(summary, default=str, ensure_ascii=False))
     else:
         typer.echo(format_sweep(summary))
     if summary["failed"]:
         raise typer.Exit(1)
+
+
+def _writable_folder(folder: Path) -> None:
+    """Create ``folder`` (checked before the sweep starts, not after it ran)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"--save-plots {str(folder)!r}: {exc.strerror or exc}") from None
+
+
+def copy_plots(parent_run_id: str, folder: Path) -> list[str]:
+    """Download the sweep run's figures into ``folder``; their paths."""
+    import mlflow.artifacts
+
+    local = Path(mlflow.artifacts.download_artifacts(run_id=parent_run_id, artifact_path="plots", dst_path=str(folder)))
+    return sorted(str(path) for path in local.glob("*.png"))
 
 
 def format_sweep(summary: dict[str, Any]) -> str:
@@ -158,6 +179,7 @@ def format_sweep(summary: dict[str, Any]) -> str:
             f"sweep run {summary['parent_run_id']} in experiment {summary['experiment']}: "
             f"{summary['run_count']} runs of {summary['combinations']} combinations{failed}",
             f"plots (artifacts of the sweep run): {', '.join(summary['plots'])}",
+            *([f"copied to: {', '.join(summary['saved_plots'])}"] if summary.get("saved_plots") else []),
         ]
     )
 

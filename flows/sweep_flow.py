@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import queue
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -238,6 +239,8 @@ def sweep_flow(
         interrupted = isinstance(exc, (KeyboardInterrupt, SystemExit)) or type(exc).__name__ == "TerminationSignal"
         tracking.end_run(client, parent_run_id, "KILLED" if interrupted else "FAILED", error=f"{type(exc).__name__}: {exc}")
         raise
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
     failed = sum(result["status"] != "FINISHED" for result in results)
     if failed:
         tracking.end_run(client, parent_run_id, "FAILED", error=f"{failed} of {len(results)} combinations failed")

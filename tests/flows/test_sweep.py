@@ -67,10 +67,13 @@ def check_linked_sweep(store: Path, summary: dict) -> None:
 
 
 @pytest.mark.slow
-def test_tiny_sweep_links_children_to_one_parent_with_table_and_plots(capsys, empty_store):
-    code, out, err = attnlab(capsys, *TINY_SWEEP)
+def test_tiny_sweep_links_children_to_one_parent_with_table_and_plots(capsys, empty_store, tmp_path):
+    code, out, err = attnlab(capsys, *TINY_SWEEP, "--save-plots", str(tmp_path / "figures"))
     assert code == 0, err
-    check_linked_sweep(empty_store, json.loads(out))
+    summary = json.loads(out)
+    check_linked_sweep(empty_store, summary)
+    assert sorted(Path(p).name for p in summary["saved_plots"]) == sorted(Path(p).name for p in PLOTS)
+    assert all(Path(p).stat().st_size > 10_000 for p in summary["saved_plots"])
     assert err.count("[") >= 4 and "[4/4]" in err  # one progress line per finished run
 
 
@@ -176,6 +179,7 @@ def test_eight_processes_logging_at_once_lose_nothing(tmp_path, monkeypatch):
         (["--runner", "dask", "--dask-address", "tcp://127.0.0.1:9"], ["cannot reach the Dask scheduler", "refused"]),
         (["--scorer", "multihead", "-o", "scorer.heads=3"], ["multihead", "heads"]),
         (["--length-bands", "40-21"], ["--length-bands", "'40-21'"]),
+        (["--save-plots", "/proc/attnlab-plots"], ["--save-plots", "/proc/attnlab-plots"]),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2_before_anything_starts(capsys, empty_store, args, needles):
