@@ -163,10 +163,14 @@ def _writable_folder(folder: Path) -> None:
 
 def copy_plots(parent_run_id: str, folder: Path) -> list[str]:
     """Download the sweep run's figures into ``folder``; their paths."""
+    import shutil
+    import tempfile
+
     import mlflow.artifacts
 
-    local = Path(mlflow.artifacts.download_artifacts(run_id=parent_run_id, artifact_path="plots", dst_path=str(folder)))
-    return sorted(str(path) for path in local.glob("*.png"))
+    with tempfile.TemporaryDirectory() as tmp:
+        local = Path(mlflow.artifacts.download_artifacts(run_id=parent_run_id, artifact_path="plots", dst_path=tmp))
+        return [shutil.copy2(path, folder / path.name) for path in sorted(local.glob("*.png"))]
 
 
 def format_sweep(summary: dict[str, Any]) -> str:

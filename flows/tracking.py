@@ -67,8 +67,15 @@ class Store:
 
 
 def resolve_store() -> Store:
-    """The store this process logs to (see the module docstring)."""
+    """The store this process logs to (see the module docstring).
+
+    A ``MLFLOW_TRACKING_URI`` of the form ``sqlite:///<dir>/mlflow.db`` is an embedded store in
+    ``<dir>``: :func:`use_store` exports the embedded store's URI that way (``mlflow.set_tracking_uri``
+    sets the variable, for child processes), and its artifacts must still go to ``<dir>/artifacts``.
+    """
     uri = os.environ.get("MLFLOW_TRACKING_URI", "").strip()
+    if uri.startswith("sqlite:///") and uri.endswith("/mlflow.db"):
+        return Store(uri, Path(uri.removeprefix("sqlite:///")).parent.resolve())
     if uri:
         return Store(uri)
     folder = Path(os.environ.get("ATTNLAB_MLFLOW_DIR", "").strip() or DEFAULT_DIR).expanduser().resolve()

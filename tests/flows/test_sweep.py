@@ -53,6 +53,8 @@ def check_linked_sweep(store: Path, summary: dict) -> None:
     ]
     assert {c.info.run_id for c in children} == {row["run_id"] for row in summary["run_table"]}
     assert all(c.data.metrics["val_exact_match"] >= 0 for c in children)  # per-epoch metrics logged
+    artifacts = (store / "artifacts").as_uri()
+    assert all(run.info.artifact_uri.startswith(artifacts) for run in [parent, *children])
     assert _artifacts(client, parent.info.run_id, "plots") == PLOTS
     assert _artifacts(client, parent.info.run_id, "tables") == {"tables/comparison.json", "tables/runs.json"}
     table = summary["table"]

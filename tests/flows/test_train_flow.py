@@ -4,12 +4,14 @@ model and its champion alias, the pyfunc model, failures, interrupts, caching an
 from __future__ import annotations
 
 import json
+import os
 import socket
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
+from mlflow import MlflowClient
 from mlflow.entities import RunStatus
 
 from attnlab.config import ExperimentConfig
@@ -299,3 +301,17 @@ def test_store_location_follows_the_environment(monkeypatch, tmp_path):
     assert tracking.resolve_store().folder == tmp_path / "elsewhere"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:5999")
     assert tracking.resolve_store() == tracking.Store("http://127.0.0.1:5999")
+
+
+def test_the_embedded_store_stays_embedded_after_use(monkeypatch, tmp_path):
+    """mlflow.set_tracking_uri exports MLFLOW_TRACKING_URI; the store (and child processes, which
+    inherit it) must still put artifacts under <dir>/artifacts, not ./mlruns."""
+    monkeypatch.chdir(tmp_path)
+    point_at(tmp_path / "store", monkeypatch)
+    first = tracking.use_store()
+    assert os.environ["MLFLOW_TRACKING_URI"] == first.tracking_uri
+    assert tracking.resolve_store() == first and first.folder == tmp_path / "store"
+    client = MlflowClient()
+    experiment_id = tracking.ensure_experiment(client, "placed", tracking.resolve_store())
+    assert client.get_experiment(experiment_id).artifact_location == (tmp_path / "store" / "artifacts" / "placed").as_uri()
+    assert not (tmp_path / "mlruns").exists()
