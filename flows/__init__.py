@@ -1,11 +1,11 @@
 """Prefect flows and tasks over attnlab's components; all MLflow calls live here.
 
 Modules: ``tracking`` (where MLflow lives and everything a run logs), ``pyfunc`` (the MLflow
-model that serves text), ``tasks`` (thin Prefect tasks), ``train_flow`` (the wiring) and ``cli``
-(the ``attnlab`` command).
+model that serves text), ``tasks`` (thin Prefect tasks), ``train_flow`` and ``sweep_flow`` (the
+wiring), ``cli`` (the ``attnlab`` command; ``sweep_cli`` and ``service_cli`` add commands).
 
-Importing this package turns Prefect's and MLflow's telemetry off unless the user already set the
-variables (``DO_NOT_TRACK=false`` etc. turn it back on). It must run before prefect or mlflow read
+Importing this package turns Prefect's and MLflow's telemetry (and MLflow's run links on stdout)
+off unless the user already set the variables (``DO_NOT_TRACK=false`` etc. turn it back on). It must run before prefect or mlflow read
 their settings, so this file imports neither.
 """
 
@@ -16,6 +16,9 @@ ENV_DEFAULTS = {
     "MLFLOW_DISABLE_TELEMETRY": "true",
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     "DO_NOT_TRACK": "true",
+    # MLflow writes "View run ... at" to stdout when a run on a tracking server ends, which would
+    # break `--json` output; the CLI says where the runs are itself.
+    "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
 }
 
 for _name, _value in ENV_DEFAULTS.items():
