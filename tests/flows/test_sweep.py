@@ -125,12 +125,16 @@ def test_a_failing_combination_is_reported_and_the_others_finish(capsys, empty_s
 
 
 def _log_epochs(args: tuple[str, str, int]) -> str:
-    """In a fresh process: one run with ``epochs`` epochs of metrics in the store at ``folder``."""
+    """In a fresh process: one run with ``epochs`` epochs of metrics in the store at ``uri``
+    (a tracking server) or ``folder`` (the embedded store)."""
     import os
 
-    folder, name, epochs = args
-    os.environ["ATTNLAB_MLFLOW_DIR"] = folder
-    os.environ.pop("MLFLOW_TRACKING_URI", None)
+    where, name, epochs = args
+    if where.startswith("http"):
+        os.environ["MLFLOW_TRACKING_URI"] = where
+    else:
+        os.environ["ATTNLAB_MLFLOW_DIR"] = where
+        os.environ.pop("MLFLOW_TRACKING_URI", None)
     from mlflow import MlflowClient
 
     from attnlab.config import ExperimentConfig
@@ -147,17 +151,60 @@ def _log_epochs(args: tuple[str, str, int]) -> str:
     return run_id
 
 
+@pytest.fixture
+def tracking_server(tmp_path):
+    """A real ``mlflow server`` on 127.0.0.1 with a SQLite backend; its URL."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+               "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}", "--artifacts-destination", str(tmp_path / "artifacts")]  # fmt: skip
+    server = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(120):
+            try:
+                urllib.request.urlopen(f"{url}/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("the MLflow server did not come up in 60 s")
+        yield url
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+
+
 @pytest.mark.slow
-def test_eight_processes_logging_at_once_lose_nothing(tmp_path, monkeypatch):
+@pytest.mark.parametrize("store", ["embedded", "server"])
+def test_eight_processes_logging_at_once_lose_nothing(tmp_path, monkeypatch, request, store):
+    from mlflow import MlflowClient
+
     from attnlab.flows import tracking
 
-    folder, epochs = tmp_path / "mlflow", 30
-    monkeypatch.setenv("ATTNLAB_MLFLOW_DIR", str(folder))
-    tracking.check_store(tracking.resolve_store())  # created first, as a sweep's parent run does
+    epochs = 30
+    if store == "server":
+        where = request.getfixturevalue("tracking_server")
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", where)  # past the autouse guard against servers
+    else:
+        where = str(tmp_path / "mlflow")
+        monkeypatch.setenv("ATTNLAB_MLFLOW_DIR", where)
+        monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    resolved = tracking.resolve_store()
+    tracking.check_store(resolved)  # created first, as a sweep's parent run does
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(8, mp_context=context) as pool:
-        run_ids = list(pool.map(_log_epochs, [(str(folder), str(i), epochs) for i in range(8)]))
-    client = client_for(folder)
+        run_ids = list(pool.map(_log_epochs, [(where, str(i), epochs) for i in range(8)]))
+    client = MlflowClient(resolved.tracking_uri)
     assert len(set(run_ids)) == 8
     for run_id in run_ids:
         assert client.get_run(run_id).info.status == "FINISHED"
