@@ -170,7 +170,7 @@ def copy_plots(parent_run_id: str, folder: Path) -> list[str]:
 
     with tempfile.TemporaryDirectory() as tmp:
         local = Path(mlflow.artifacts.download_artifacts(run_id=parent_run_id, artifact_path="plots", dst_path=tmp))
-        return [shutil.copy2(path, folder / path.name) for path in sorted(local.glob("*.png"))]
+        return [str(shutil.copy2(path, folder / path.name)) for path in sorted(local.glob("*.png"))]
 
 
 def format_sweep(summary: dict[str, Any]) -> str:

@@ -94,7 +94,7 @@ def _finish_line(index: int, total: int, result: dict[str, Any]) -> str:
     extra = f"  alignment {alignment:.3f}" if alignment is not None else ""
     return (
         f"{head} exact_match {metrics['test_exact_match']:.3f}  char_accuracy {metrics['test_char_accuracy']:.3f}{extra}"
-        f"  ({summary['epochs']} epochs, {summary['train_seconds']:.1f} s training)"
+        f"  ({summary['epochs']} epoch{'s' * (summary['epochs'] != 1)}, {summary['train_seconds']:.1f} s training)"
     )
 
 
