@@ -192,7 +192,8 @@ class _DropInterruptNoise(logging.Filter):
     """Prefect logs a crash at ERROR level for a Ctrl-C; the CLI says it in one line instead."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return "interrupt signal" not in record.getMessage()
+        message = record.getMessage()
+        return "interrupt signal" not in message and "termination signal" not in message
 
 
 @contextmanager

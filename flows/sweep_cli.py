@@ -11,9 +11,9 @@ import json
 import logging
 import os
 import socket
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 from urllib.parse import urlsplit
 
 import typer
@@ -142,6 +142,7 @@ def sweep(
             dask_address=dask_address,
             bands_text=length_bands,
             experiment=experiment,
+            verbose=verbose,
         )
         if save_plots is not None:
             summary["saved_plots"] = copy_plots(summary["parent_run_id"], save_plots)
@@ -199,6 +200,7 @@ def run_sweep(
     dask_address: str | None,
     bands_text: str | None,
     experiment: str | None,
+    verbose: bool = False,
 ) -> dict[str, Any]:
     """Check everything, then run the sweep flow on the chosen runner; its summary."""
     from attnlab.compare import Grid, grid_configs
@@ -242,15 +244,32 @@ def run_sweep(
         f"{parallel} at a time on the {runner} runner{f' at {dask_address}' if dask_address else ''}",
         err=True,
     )
+    # Worker processes read it when they start: the sweep reports each run's outcome itself, so
+    # their Prefect logs (crash reports of an interrupted run included) stay quiet.
+    workers_quiet = _environ("PREFECT_LOGGING_LEVEL", "CRITICAL") if not verbose else nullcontext()
     handler = progress_handler("attnlab.sweep")
     try:
-        with interrupts_quietly(), without_heartbeats() if server is not None else nullcontext():
+        with interrupts_quietly(), workers_quiet, without_heartbeats() if server is not None else nullcontext():
             flow = sweep_flow.with_options(task_runner=task_runner(runner, parallel, dask_address))
             return flow(base=base, grid=grid, seeds=seeds, experiment=experiment, max_parallel=parallel, threads=threads, bands=bands)
     except KeyboardInterrupt:
         raise fail("interrupted: the sweep run and its unfinished runs ended KILLED", 130) from None
     finally:
         logging.getLogger("attnlab.sweep").removeHandler(handler)
+
+
+@contextmanager
+def _environ(name: str, value: str) -> Iterator[None]:
+    """Set an environment variable for the duration (for the processes started meanwhile)."""
+    saved = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = saved
 
 
 def register(app: typer.Typer) -> None:

@@ -193,6 +193,21 @@ def _log_comparison(
     }
 
 
+def _stop_workers(grace: float = 5.0) -> None:
+    """Stop the worker processes this process started (a process pool, a local Dask cluster).
+    An interrupt that reached this process alone (SIGTERM, a signal to one pid) would leave them
+    training, and the task runner would wait for them before the flow could end."""
+    import multiprocessing
+
+    children = multiprocessing.active_children()
+    for child in children:
+        child.terminate()
+    for child in children:
+        child.join(grace)
+        if child.is_alive():
+            child.kill()
+
+
 def _kill_children(client: MlflowClient, experiment: str, parent_run_id: str) -> None:
     """End KILLED the child runs an interrupted sweep left RUNNING."""
     found = client.get_experiment_by_name(experiment)
@@ -235,8 +250,10 @@ def sweep_flow(
         results = _run_all(jobs, experiment, parent_run_id, probes, threads, max(1, max_parallel))
         comparison = _log_comparison(client, parent_run_id, results, labels, bands, train_max, workdir)
     except BaseException as exc:
-        _kill_children(client, experiment, parent_run_id)
         interrupted = isinstance(exc, (KeyboardInterrupt, SystemExit)) or type(exc).__name__ == "TerminationSignal"
+        if interrupted:
+            _stop_workers()
+        _kill_children(client, experiment, parent_run_id)
         tracking.end_run(client, parent_run_id, "KILLED" if interrupted else "FAILED", error=f"{type(exc).__name__}: {exc}")
         raise
     finally:

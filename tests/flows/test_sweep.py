@@ -236,3 +236,46 @@ def test_bad_input_is_one_line_and_exit_2_before_anything_starts(capsys, empty_s
     assert code == 2
     assert_one_line_error(err, *needles)
     assert not (empty_store / "mlflow.db").exists()  # nothing was started
+
+
+@pytest.mark.slow
+def test_a_terminated_sweep_ends_every_run_killed_and_leaves_no_worker(empty_store, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    long_sweep = ["sweep", "--task", "reverse", "--scorer", "dot,additive", "--epochs", "50", "--train-size", "3000",
+                  "-o", "validation_size=50", "-o", "test_size=50"]  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "-m", "attnlab.flows.cli", *long_sweep],
+        env={**os.environ, "ATTNLAB_MLFLOW_DIR": str(empty_store)},
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # until both runs have logged an epoch
+            time.sleep(5)
+            try:  # the sweep may still be creating the database
+                client = client_for(empty_store)
+                runs = client.search_runs([e.experiment_id for e in client.search_experiments()], "metrics.val_loss > 0")
+            except Exception:  # noqa: BLE001
+                continue
+            if len(runs) == 2:
+                break
+        else:
+            pytest.fail("the runs did not start")
+        workers = psutil.Process(process.pid).children(recursive=True)
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 130
+    assert err.strip().splitlines()[-1].startswith("attnlab: error: interrupted") and "Traceback" not in err
+    runs = client_for(empty_store).search_runs([e.experiment_id for e in client_for(empty_store).search_experiments()])
+    assert sorted(r.info.status for r in runs) == ["KILLED"] * 3  # the sweep run and both runs
+    time.sleep(1)
+    assert not [w for w in workers if w.is_running() and w.status() != psutil.STATUS_ZOMBIE]
