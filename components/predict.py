@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
-
 from attnlab.decode import default_max_length, greedy_decode
 from attnlab.model import Seq2Seq
 from attnlab.plugins import Task

@@ -1,5 +1,276 @@
-"""Placeholder: commands are added here."""
+"""``attnlab schedule`` (a cron deployment of the retrain flow, served here or deployed to a work
+pool) and ``attnlab server`` (a local Prefect server and MLflow server on 127.0.0.1).
+
+Every mistake (bad cron, config, margin; no Prefect server configured or reachable; a busy port)
+is one line on stderr and exit status 2, found before anything is created.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+import typer
+
+from attnlab.flows.cli_support import CLI_FIELDS, build_config, check_config, fail, quiet, user_errors
+from attnlab.flows.errors import UserError
+
+FLOW_NAME = "attnlab-retrain"
+PREFECT_PORT = 4200
+MLFLOW_PORT = 5000
 
 
 def register(app) -> None:
     """Add this module's commands to the ``attnlab`` app."""
+    app.command()(schedule)
+    app.command()(server)
+
+
+# --------------------------------------------------------------------------- schedule
+
+
+def check_schedule(cron: str, timezone: str) -> Any:
+    """The Prefect cron schedule; UserError for a bad cron string or time zone."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    from prefect.schedules import Cron
+
+    try:
+        ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise UserError(f"--timezone {timezone!r} is not an IANA time zone (e.g. UTC, Europe/Berlin, America/New_York)") from None
+    try:
+        return Cron(cron, timezone=timezone)
+    except ValueError:
+        raise UserError(
+            f"--cron {cron!r} is not a cron expression; give five fields: minute hour day-of-month month "
+            "day-of-week, e.g. '0 3 * * *' (03:00 every day)"
+        ) from None
+
+
+def next_run(cron: str, timezone: str) -> str:
+    """When the schedule fires next, e.g. '2026-11-30 03:00 UTC'."""
+    from prefect.server.schemas.schedules import CronSchedule
+
+    when = asyncio.run(CronSchedule(cron=cron, timezone=timezone).get_dates(1))[0]
+    return f"{when:%Y-%m-%d %H:%M} {timezone}"
+
+
+def prefect_api() -> str:
+    """The configured Prefect API URL, checked to answer; UserError when there is none or it is
+    down (a temporary server would accept the schedule and never run it)."""
+    from prefect.client.orchestration import get_client
+    from prefect.settings import get_current_settings
+
+    url = get_current_settings().api.url
+    if not url:
+        raise UserError(
+            "schedules need a Prefect server: run 'prefect server start' (or 'attnlab server') and "
+            f"export PREFECT_API_URL=http://127.0.0.1:{PREFECT_PORT}/api"
+        )
+    with get_client(sync_client=True) as client:
+        problem = client.api_healthcheck()
+    if problem is not None:
+        reason = str(problem).strip().splitlines()[0] if str(problem).strip() else type(problem).__name__
+        raise UserError(f"cannot reach the Prefect server at {url} (PREFECT_API_URL): {reason}; start it with 'prefect server start'")
+    return url
+
+
+def check_work_pool(name: str, url: str) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    with get_client(sync_client=True) as client:
+        try:
+            client.read_work_pool(name)
+        except ObjectNotFound:
+            raise UserError(
+                f"no work pool {name!r} on {url}; create it first: prefect work-pool create {name} --type process"
+            ) from None
+
+
+def store_env(store) -> dict[str, str]:
+    """The environment that points flow runs at ``store`` wherever they start (absolute paths:
+    a worker's runs start in a temporary folder)."""
+    if store.embedded:
+        return {"ATTNLAB_MLFLOW_DIR": str(store.folder)}
+    return {"MLFLOW_TRACKING_URI": store.tracking_uri}
+
+
+@contextmanager
+def _sigterm_stops() -> Iterator[None]:
+    """SIGTERM stops serving like Ctrl-C (Prefect then pauses the schedule)."""
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def schedule(
+    cron: str = typer.Option(..., metavar="'MIN HOUR DAY MONTH WEEKDAY'", help="when to retrain, e.g. '0 3 * * *' (03:00 every day)"),
+    timezone: str = typer.Option("UTC", metavar="TZ", help="time zone of the cron expression (IANA name)"),
+    name: Optional[str] = typer.Option(None, metavar="NAME", help="deployment name (default: the task's name)"),
+    margin: float = typer.Option(0.0, metavar="FLOAT", help="exact-match difference on the benchmark a challenger must exceed (0: strictly better)"),
+    benchmark_size: int = typer.Option(500, metavar="N", help="examples of the benchmark set (used when the registered model has none yet)"),
+    work_pool: Optional[str] = typer.Option(None, metavar="NAME", help="deploy to this work pool (workers run it) instead of serving here"),
+    task: Optional[str] = typer.Option(None, metavar="NAME", help="task plugin (default: date)"),
+    scorer: Optional[str] = typer.Option(None, metavar="NAME", help="attention scorer plugin (default: scaled_dot)"),
+    encoder: Optional[str] = typer.Option(None, metavar="NAME", help="encoder plugin (default: gru)"),
+    decoder: Optional[str] = typer.Option(None, metavar="NAME", help="decoder plugin (default: rnn)"),
+    epochs: Optional[str] = typer.Option(None, metavar="N", help="most epochs per retrain"),
+    embedding_dim: Optional[str] = typer.Option(None, metavar="N", help="embedding size"),
+    hidden_size: Optional[str] = typer.Option(None, metavar="N", help="hidden size"),
+    train_size: Optional[str] = typer.Option(None, metavar="N", help="training examples (fresh ones each run)"),
+    batch_size: Optional[str] = typer.Option(None, metavar="N", help="batch size"),
+    learning_rate: Optional[str] = typer.Option(None, metavar="FLOAT", help="Adam learning rate"),
+    beam_size: Optional[str] = typer.Option(None, metavar="N", help="beam size at evaluation (1 = greedy)"),
+    device: Optional[str] = typer.Option(None, metavar="DEVICE", help="auto, cpu, cuda or cuda:N"),
+    config_file: Optional[Path] = typer.Option(None, "--config", metavar="FILE.yaml", help="YAML file of config keys; flags override it"),
+    option: list[str] = typer.Option([], "--option", "-o", metavar="KEY=VALUE", help="KEY=VALUE config override, e.g. -o validation_size=300"),
+    experiment: Optional[str] = typer.Option(None, metavar="NAME", help="MLflow experiment (default: attnlab-<task>)"),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="show MLflow's and Prefect's logs in this process too"),
+) -> None:
+    """Retrain on a cron schedule: create a Prefect deployment of the retrain flow and serve it
+    here (Ctrl-C stops; the schedule pauses until served again), or deploy it to a work pool.
+    Needs a Prefect server in PREFECT_API_URL (see 'attnlab server')."""
+    user_level = os.environ.get("PREFECT_LOGGING_LEVEL")
+    quiet(verbose)
+    flags = {key: value for key, value in locals().items() if key in CLI_FIELDS}
+    with user_errors():
+        if not 0.0 <= margin < 1.0:
+            raise UserError(f"--margin {margin}: give an exact-match difference in [0, 1), e.g. 0.01")
+        if benchmark_size < 1:
+            raise UserError(f"--benchmark-size {benchmark_size}: give at least 1")
+        cron_schedule = check_schedule(cron, timezone)
+        config = build_config(config_file, flags, option)
+        check_config(config)
+        url = prefect_api()
+        from attnlab.flows import tracking
+
+        store = tracking.resolve_store()
+        tracking.check_store(store)
+        if work_pool:
+            check_work_pool(work_pool, url)
+        when = next_run(cron, timezone)
+    os.environ.update(store_env(store))
+    if user_level is None:  # runs log at INFO (Prefect UI and this terminal); a level the user set wins
+        os.environ["PREFECT_LOGGING_LEVEL"] = "INFO"
+    from prefect.deployments.runner import EntrypointType
+
+    from attnlab.flows.retrain_flow import retrain_flow
+
+    deployment = name or config.task
+    parameters = {"config": config.model_dump(mode="json"), "margin": margin, "benchmark_size": benchmark_size, "experiment": experiment}
+    common = dict(name=deployment, schedule=cron_schedule, parameters=parameters, entrypoint_type=EntrypointType.MODULE_PATH)
+    lines = [
+        f"retrains {config.scorer}/{config.encoder}/{config.decoder} on {config.task} ({config.train_size} fresh "
+        f"training examples each run); promotes a challenger that beats the champion by more than {margin} on the "
+        f"benchmark set; tracking: {store.tracking_uri}",
+        f"trigger a run by hand: prefect deployment run '{FLOW_NAME}/{deployment}'",
+    ]
+    if work_pool:
+        with user_errors():
+            retrain_flow.to_deployment(work_pool_name=work_pool, job_variables={"env": store_env(store)}, **common).apply()
+        typer.echo(f"deployment '{FLOW_NAME}/{deployment}' created on {url}: cron '{cron}' ({timezone}), next run {when}, work pool {work_pool!r}")
+        typer.echo("\n".join(lines))
+        typer.echo(f"start a worker where attnlab is installed: prefect worker start --pool {work_pool}")
+        if store.embedded:
+            typer.echo(
+                f"note: runs log to the embedded store {store.folder}; workers on other machines need a tracking "
+                "server (export MLFLOW_TRACKING_URI=http://HOST:5000 before scheduling)",
+                err=True,
+            )
+        return
+    with user_errors():
+        retrain_flow.to_deployment(**common).apply()  # created before it is announced; serve() updates it
+    typer.echo(f"deployment '{FLOW_NAME}/{deployment}' created on {url}: cron '{cron}' ({timezone}), next run {when}")
+    typer.echo("\n".join(lines))
+    typer.echo("serving it here: runs start in subprocesses of this one; Ctrl-C stops (the schedule pauses until served again)", err=True)
+    with _sigterm_stops():
+        try:
+            retrain_flow.serve(print_starting_message=False, pause_on_shutdown=True, **common)
+        except KeyboardInterrupt:
+            pass
+    typer.echo("stopped serving; the schedule is paused", err=True)
+
+
+# --------------------------------------------------------------------------- server
+
+
+def _log_dir() -> Path:
+    root = os.environ.get("ATTNLAB_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "attnlab"
+    return Path(root) / "server"
+
+
+def server(
+    prefect_port: int = typer.Option(PREFECT_PORT, metavar="PORT", help="port of the Prefect server (API and UI)"),
+    mlflow_port: int = typer.Option(MLFLOW_PORT, metavar="PORT", help="port of the MLflow server (UI and tracking)"),
+    timeout: float = typer.Option(180.0, metavar="SECONDS", help="longest wait for both servers to answer"),
+) -> None:
+    """Start a local Prefect server and MLflow server on 127.0.0.1 (for 'attnlab schedule' on one
+    machine); print their URLs and the exports; Ctrl-C stops both."""
+    from attnlab.flows import servers
+    from attnlab.flows.tracking import resolve_store
+
+    host = servers.HOST
+    store = resolve_store()
+    remote = not store.embedded and store.tracking_uri.startswith(("http://", "https://"))
+    ports = [("--prefect-port", prefect_port)] + ([] if remote else [("--mlflow-port", mlflow_port)])
+    if prefect_port == mlflow_port and not remote:
+        raise fail(f"--prefect-port and --mlflow-port are both {prefect_port}; give two different ports")
+    for flag, port in ports:
+        problem = servers.port_free(port, host)
+        if problem:
+            raise fail(f"cannot listen on {host}:{port} ({flag}): {problem}; choose another with {flag}")
+    logs = _log_dir()
+    env = {**os.environ}
+    env.pop("PREFECT_API_URL", None)  # the server itself needs none
+    running = [
+        servers.Server("Prefect", servers.prefect_command(prefect_port, host), f"http://{host}:{prefect_port}/api/health", logs / "prefect.log", env)
+    ]
+    if not remote:
+        from attnlab.flows.cli import ui_command
+
+        running.append(servers.Server("MLflow", ui_command(host, mlflow_port), f"http://{host}:{mlflow_port}/health", logs / "mlflow.log"))
+    mlflow_url = store.tracking_uri if remote else f"http://{host}:{mlflow_port}"
+
+    def terminate(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    code = 0
+    try:
+        typer.echo(f"starting {' and '.join(s.name for s in running)} on {host} (~10-30 s; logs in {logs})", err=True)
+        for process in running:
+            process.start()
+        servers.wait_healthy(running, timeout)
+        typer.echo(f"Prefect UI  http://{host}:{prefect_port}")
+        typer.echo(f"MLflow UI   {mlflow_url}" + ("  (MLFLOW_TRACKING_URI; not started here)" if remote else f"  (store {store.tracking_uri})"))
+        typer.echo("in the shell where you run 'attnlab schedule':")
+        typer.echo(f"  export PREFECT_API_URL=http://{host}:{prefect_port}/api")
+        typer.echo(f"  export MLFLOW_TRACKING_URI={mlflow_url}")
+        typer.echo("Ctrl-C stops both", err=True)
+        while True:
+            for process in running:
+                if process.exited() is not None:
+                    raise servers.ServerFailed(f"the {process.name} server stopped with status {process.exited()}: {process.last_line()} (log: {process.log})")
+            time.sleep(1)
+    except KeyboardInterrupt:
+        pass
+    except servers.ServerFailed as exc:
+        code = 1
+        typer.echo(f"attnlab: error: {exc}", err=True)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        servers.stop_all(running)
+    raise typer.Exit(code)

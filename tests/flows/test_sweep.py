@@ -154,34 +154,23 @@ def _log_epochs(args: tuple[str, str, int]) -> str:
 @pytest.fixture
 def tracking_server(tmp_path):
     """A real ``mlflow server`` on 127.0.0.1 with a SQLite backend; its URL."""
-    import os
-    import signal
     import socket
-    import subprocess
     import sys
-    import time
-    import urllib.request
+
+    from attnlab.flows.servers import Server, wait_healthy
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     command = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
                "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}", "--artifacts-destination", str(tmp_path / "artifacts")]  # fmt: skip
-    server = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
+    server = Server("MLflow", command, f"{url}/health", tmp_path / "mlflow-server.log").start()
     try:
-        for _ in range(120):
-            try:
-                urllib.request.urlopen(f"{url}/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("the MLflow server did not come up in 60 s")
+        wait_healthy([server], timeout=90)
         yield url
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
+        server.stop()
 
 
 @pytest.mark.slow

@@ -1,0 +1,253 @@
+"""Running attnlab as a service: `attnlab server` (real Prefect and MLflow servers on 127.0.0.1),
+`attnlab schedule` serving a cron deployment of the retrain flow, runs triggered by hand, and the
+one-line errors when no server is there."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from attnlab.flows import cli, servers
+
+from _flowkit import assert_one_line_error, client_for
+
+DEPLOYMENT = "attnlab-retrain/test-nightly"
+CRON = "0 3 * * *"
+#: TINY sizes as `attnlab schedule` flags.
+TINY_FLAGS = [
+    "--train-size", "200", "--epochs", "2", "--embedding-dim", "16", "--hidden-size", "16",
+    "-o", "validation_size=50", "-o", "test_size=50", "--benchmark-size", "50",
+]  # fmt: skip
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _attnlab() -> str:
+    return str(Path(sys.executable).with_name("attnlab"))
+
+
+def _wait_for(path: Path, needle: str, process: subprocess.Popen, timeout: float) -> str:
+    """The text of ``path`` once it contains ``needle``; fails when the process exits first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = path.read_text() if path.exists() else ""
+        if needle in text:
+            return text
+        if process.poll() is not None:
+            pytest.fail(f"exited with {process.returncode} before printing {needle!r}:\n{text}")
+        time.sleep(0.5)
+    pytest.fail(f"no {needle!r} within {timeout} s:\n{path.read_text() if path.exists() else ''}")
+
+
+def _stop(process: subprocess.Popen, timeout: float = 60) -> int:
+    """SIGTERM, as a service manager would; SIGKILL to its group if it does not end in time."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    return process.returncode
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    """`attnlab server` on two free ports (fresh PREFECT_HOME and MLflow store) and `attnlab
+    schedule` serving DEPLOYMENT against it, with the MLflow server as tracking URI."""
+    root = tmp_path_factory.mktemp("service")
+    prefect_port, mlflow_port = _free_port(), _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_API", "MLFLOW_TRACKING"))}
+    env.update(
+        PREFECT_HOME=str(root / "prefect-home"),
+        ATTNLAB_MLFLOW_DIR=str(root / "mlflow"),
+        ATTNLAB_CACHE_DIR=str(root / "cache"),
+    )
+    started = time.monotonic()
+    out = root / "server.out"
+    with open(out, "w") as stdout, open(root / "server.err", "w") as stderr:
+        server = subprocess.Popen(
+            [_attnlab(), "server", "--prefect-port", str(prefect_port), "--mlflow-port", str(mlflow_port)],
+            stdout=stdout, stderr=stderr, env=env, start_new_session=True,
+        )  # fmt: skip
+    scheduler = None
+    try:
+        server_out = _wait_for(out, "export MLFLOW_TRACKING_URI", server, 180)
+        api = f"http://127.0.0.1:{prefect_port}/api"
+        env.update(PREFECT_API_URL=api, MLFLOW_TRACKING_URI=f"http://127.0.0.1:{mlflow_port}")
+        env["PREFECT_RUNNER_POLL_FREQUENCY"] = "2"  # the runner looks for runs every 10 s by default
+        schedule_out = root / "schedule.out"
+        with open(schedule_out, "w") as stdout, open(root / "schedule.err", "w") as stderr:
+            scheduler = subprocess.Popen(
+                [_attnlab(), "schedule", "--cron", CRON, "--name", "test-nightly", *TINY_FLAGS],
+                stdout=stdout, stderr=stderr, env=env, start_new_session=True,
+            )  # fmt: skip
+        printed = _wait_for(schedule_out, "trigger a run by hand", scheduler, 120)
+        yield SimpleNamespace(
+            api=api, root=root, store=root / "mlflow", server_out=server_out, schedule_out=printed,
+            scheduler=scheduler, ports=(prefect_port, mlflow_port), started=started,
+        )  # fmt: skip
+    finally:
+        if scheduler is not None:
+            _stop(scheduler)
+        code = _stop(server)
+        listening = [port for port in (prefect_port, mlflow_port) if _listening(port)]
+        assert code == 0 and not listening, f"attnlab server exited {code}; still listening: {listening}"
+
+
+@pytest.fixture
+def prefect_at(service):
+    """Prefect's client settings pointed at the service's server (inside the session harness)."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings(updates={PREFECT_API_URL: service.api}):
+        yield
+
+
+@pytest.mark.slow
+def test_server_prints_both_urls_and_the_exports(service):
+    prefect_port, mlflow_port = service.ports
+    assert f"Prefect UI  http://127.0.0.1:{prefect_port}" in service.server_out
+    assert f"export PREFECT_API_URL=http://127.0.0.1:{prefect_port}/api" in service.server_out
+    assert f"export MLFLOW_TRACKING_URI=http://127.0.0.1:{mlflow_port}" in service.server_out
+    assert servers.healthy(f"http://127.0.0.1:{mlflow_port}/health")
+
+
+@pytest.mark.slow
+def test_the_deployment_exists_with_the_cron_schedule(service, prefect_at):
+    from prefect.client.orchestration import get_client
+
+    assert f"deployment '{DEPLOYMENT}'" in service.schedule_out and f"cron '{CRON}' (UTC), next run" in service.schedule_out
+    assert f"prefect deployment run '{DEPLOYMENT}'" in service.schedule_out
+    with get_client(sync_client=True) as client:
+        deployment = client.read_deployment_by_name(DEPLOYMENT)
+    assert [s.schedule.cron for s in deployment.schedules] == [CRON]
+    assert all(s.active for s in deployment.schedules) and not deployment.paused
+    assert deployment.entrypoint == "attnlab.flows.retrain_flow.retrain_flow"
+    assert deployment.parameters["config"]["train_size"] == 200 and deployment.parameters["benchmark_size"] == 50
+
+
+@pytest.mark.slow
+def test_runs_triggered_by_hand_are_executed_and_a_failure_does_not_stop_the_service(service, prefect_at):
+    from prefect.client.orchestration import get_client
+    from prefect.deployments import run_deployment
+
+    with get_client(sync_client=True) as client:
+        params = client.read_deployment_by_name(DEPLOYMENT).parameters
+    broken = {**params, "config": {**params["config"], "task_options": {"no_such_option": 1}}}
+    failed = run_deployment(DEPLOYMENT, parameters=broken, timeout=180, poll_interval=1)
+    assert failed.state.is_failed() and "no_such_option" in failed.state.message
+    done = run_deployment(DEPLOYMENT, timeout=240, poll_interval=1)
+    assert done.state.is_completed(), done.state.message
+    client = client_for(service.store)
+    versions = client.search_model_versions("name='attnlab-date'")
+    assert len(versions) == 1
+    version = versions[0]
+    assert str(client.get_registered_model("attnlab-date").aliases["champion"]) == str(version.version)
+    assert version.tags["retrain.promoted"] == "true" and version.tags["retrain.reason"].startswith("first champion")
+    expected = f"attnlab-date version {version.version} promoted to champion"
+    for _ in range(40):  # the serving process writes its log lines shortly after the run ends
+        served_log = (service.root / "schedule.err").read_text()
+        if expected in served_log:
+            break
+        time.sleep(0.5)
+    assert expected in served_log
+    retrain_run = client.get_run(version.tags["retrain.run_id"])
+    assert retrain_run.data.tags["prefect.flow_run_id"] == str(done.id)
+    assert retrain_run.info.status == "FINISHED"
+
+
+@pytest.mark.slow
+def test_schedule_to_a_work_pool_creates_the_deployment_there(service, prefect_at):
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+
+    with get_client(sync_client=True) as client:
+        client.create_work_pool(WorkPoolCreate(name="test-pool", type="process"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_API", "MLFLOW_TRACKING"))}
+    env.update(PREFECT_HOME=str(service.root / "prefect-home"), PREFECT_API_URL=service.api, ATTNLAB_MLFLOW_DIR=str(service.store))
+    done = subprocess.run(
+        [_attnlab(), "schedule", "--cron", "30 4 * * 1", "--timezone", "Europe/Berlin", "--work-pool", "test-pool",
+         "--name", "pooled", *TINY_FLAGS],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "work pool 'test-pool'" in done.stdout and "prefect worker start --pool test-pool" in done.stdout
+    with get_client(sync_client=True) as client:
+        deployment = client.read_deployment_by_name("attnlab-retrain/pooled")
+    assert deployment.work_pool_name == "test-pool"
+    assert [(s.schedule.cron, s.schedule.timezone) for s in deployment.schedules] == [("30 4 * * 1", "Europe/Berlin")]
+    assert deployment.job_variables["env"] == {"ATTNLAB_MLFLOW_DIR": str(service.store)}
+
+
+# --------------------------------------------------------------------------- mistakes
+
+
+@pytest.fixture
+def no_prefect_server(tmp_path, monkeypatch):
+    """No PREFECT_API_URL anywhere (the session harness sets one in the settings)."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    with temporary_settings(restore_defaults={PREFECT_API_URL}):
+        yield
+
+
+def test_schedule_without_a_prefect_server_is_one_line_and_exit_2(capsys, empty_store, no_prefect_server):
+    code = cli.main(["schedule", "--cron", CRON])
+    assert code == 2
+    assert_one_line_error(capsys.readouterr().err, "schedules need a Prefect server", "prefect server start", "PREFECT_API_URL")
+
+
+def test_schedule_with_an_unreachable_prefect_server_is_one_line_and_exit_2(capsys, empty_store):
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    url = f"http://127.0.0.1:{_free_port()}/api"
+    with temporary_settings(updates={PREFECT_API_URL: url}):
+        code = cli.main(["schedule", "--cron", CRON])
+    assert code == 2
+    assert_one_line_error(capsys.readouterr().err, f"cannot reach the Prefect server at {url}")
+
+
+@pytest.mark.parametrize(
+    "args, needles",
+    [
+        (["--cron", "0 3 * *"], ["--cron '0 3 * *' is not a cron expression", "five fields"]),
+        (["--cron", "0 3 * * *", "--timezone", "Mars/Olympus"], ["--timezone 'Mars/Olympus'"]),
+        (["--cron", "0 3 * * *", "--margin", "1.5"], ["--margin 1.5", "[0, 1)"]),
+        (["--cron", "0 3 * * *", "--scorer", "cosine"], ["unknown scorer 'cosine'"]),
+        (["--cron", "0 3 * * *", "-o", "train_size=abc"], ["train_size", "-o train_size=abc"]),
+        ([], ["--cron"]),
+    ],
+)
+def test_schedule_mistakes_are_one_line_and_exit_2(capsys, empty_store, no_prefect_server, args, needles):
+    code = cli.main(["schedule", *args])
+    assert code == 2
+    assert_one_line_error(capsys.readouterr().err, *needles)
+
+
+def test_server_refuses_a_busy_port(capsys, empty_store):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        code = cli.main(["server", "--prefect-port", str(port), "--mlflow-port", str(_free_port())])
+    assert code == 2
+    assert_one_line_error(capsys.readouterr().err, f"cannot listen on 127.0.0.1:{port} (--prefect-port)")
