@@ -45,3 +45,14 @@ def _no_tracking_server(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests never talk to a real tracking server."""
     if os.environ.get("MLFLOW_TRACKING_URI", "").startswith("http"):
         monkeypatch.delenv("MLFLOW_TRACKING_URI")
+
+
+@pytest.fixture(autouse=True)
+def _restore_environment():
+    """The CLI runs in-process here, and a real CLI process sets variables for itself and its
+    children (log levels, PYTHONWARNINGS, PREFECT_API_URL for workers): undo them after each
+    test, so no test sees another's."""
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
