@@ -1,8 +1,10 @@
 """Prefect flows and tasks over attnlab's components; all MLflow calls live here.
 
 Modules: ``tracking`` (where MLflow lives and everything a run logs), ``pyfunc`` (the MLflow
-model that serves text), ``tasks`` (thin Prefect tasks), ``train_flow`` and ``sweep_flow`` (the
-wiring), ``cli`` (the ``attnlab`` command; ``sweep_cli`` and ``service_cli`` add commands).
+model that serves text), ``tasks`` (thin Prefect tasks), ``train_flow``, ``sweep_flow`` and
+``retrain_flow`` (the wiring), ``promotion`` (the retrain's benchmark and champion decision),
+``servers`` (local server processes), ``cli`` (the ``attnlab`` command; ``sweep_cli`` and
+``service_cli`` add commands).
 
 Importing this package turns Prefect's and MLflow's telemetry (and MLflow's run links on stdout)
 off unless the user already set the variables (``DO_NOT_TRACK=false`` etc. turn it back on). It must run before prefect or mlflow read
