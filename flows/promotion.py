@@ -108,23 +108,6 @@ def decide(challenger_score: float, champion_score: float | None, margin: float)
 # --------------------------------------------------------------------------- the benchmark
 
 
-def _exists(exc: MlflowException) -> bool:
-    return exc.error_code == "RESOURCE_ALREADY_EXISTS"
-
-
-def ensure_registered_model(client: MlflowClient, name: str, task: str) -> None:
-    """Create registered model ``name`` unless it exists (also when created concurrently)."""
-    try:
-        client.create_registered_model(
-            name,
-            description=f"attnlab models of the {task!r} task; alias {tracking.CHAMPION!r}: the winner of the last "
-            "retrain comparison on the benchmark set (or best test exact match of attnlab train)",
-        )
-    except MlflowException as exc:
-        if not _exists(exc):
-            raise
-
-
 def draw_benchmark(config: ExperimentConfig, size: int, seed: int) -> list[Example]:
     """``size`` distinct examples of the config's test distribution (its task, with
     ``test_task_options`` when given), deterministic for ``seed``."""
@@ -214,7 +197,7 @@ def ensure_benchmark(
         found = load_benchmark(client, name, folder)  # another retrain may have made it meanwhile
         if found is not None:
             return found
-        ensure_registered_model(client, name, config.task)
+        tracking.ensure_registered_model(client, name, config.task)
         create_benchmark(client, name, experiment_id, config, size)
         return load_benchmark(client, name, folder)
 

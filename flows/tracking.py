@@ -332,6 +332,19 @@ def log_model(
     return info.model_uri, info.model_id
 
 
+def ensure_registered_model(client: MlflowClient, name: str, task: str) -> None:
+    """Create registered model ``name`` unless it exists (also when created concurrently)."""
+    try:
+        client.create_registered_model(
+            name,
+            description=f"attnlab models of the {task!r} task; alias {CHAMPION!r}: the winner of the last "
+            f"retrain comparison on the benchmark set (or best {CHAMPION_METRIC} of attnlab train)",
+        )
+    except MlflowException as exc:
+        if _error_code(exc) != RESOURCE_ALREADY_EXISTS:
+            raise
+
+
 def log_and_register_model(
     client: MlflowClient, run_id: str, bundle: Path, config: ExperimentConfig, score: float, examples: list[str]
 ) -> str:
@@ -349,13 +362,7 @@ def log_and_register_model(
     model_uri, model_id = log_model(client, run_id, bundle, config, examples)
     # Registered here rather than through log_model(registered_model_name=...), which prints
     # to stderr whatever the log level.
-    try:
-        client.create_registered_model(
-            name, description=f"attnlab models of the {config.task!r} task; alias {CHAMPION!r}: best {CHAMPION_METRIC}"
-        )
-    except MlflowException as exc:
-        if _error_code(exc) != RESOURCE_ALREADY_EXISTS:
-            raise
+    ensure_registered_model(client, name, config.task)
     created = client.create_model_version(name, model_uri, run_id=run_id, tags=tags, model_id=model_id)
     return str(created.version)
 
