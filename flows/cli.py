@@ -333,19 +333,16 @@ def ui(
     port: int = typer.Option(5000, metavar="PORT", help="port"),
 ) -> None:
     """Start the MLflow UI on the embedded store (Ctrl-C stops it)."""
-    import socket
-
+    from attnlab.flows.servers import port_free
     from attnlab.flows.tracking import resolve_store
 
     store = resolve_store()
     if not store.embedded and store.tracking_uri.startswith(("http://", "https://")):
         typer.echo(f"runs are tracked on {store.tracking_uri} (MLFLOW_TRACKING_URI); open it in a browser")
         return
-    with socket.socket() as probe:
-        try:
-            probe.bind((host, port))
-        except OSError as exc:
-            raise fail(f"cannot listen on {host}:{port}: {exc.strerror}; choose another with --port") from None
+    problem = port_free(port, host)
+    if problem:
+        raise fail(f"cannot listen on {host}:{port}: {problem}; choose another with --port")
     command = ui_command(host, port)
     typer.echo(f"MLflow UI of {store.tracking_uri} on http://{host}:{port} (ready in ~10-20 s; Ctrl-C stops it)", err=True)
     raise typer.Exit(serve(command))

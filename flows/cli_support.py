@@ -197,26 +197,38 @@ class _DropInterruptNoise(logging.Filter):
 
 
 @contextmanager
-def interrupts_quietly() -> Iterator[None]:
-    """SIGTERM ends a training like Ctrl-C (the MLflow run ends KILLED, not stuck RUNNING), and
-    Prefect's crash reports for them are not printed."""
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a service manager, ``kill``) ends the command like Ctrl-C: a KeyboardInterrupt in
+    the main thread. Elsewhere signals cannot be handled, and nothing changes."""
     import signal
     import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
 
     def terminate(signum, frame):
         raise KeyboardInterrupt
 
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def interrupts_quietly() -> Iterator[None]:
+    """SIGTERM ends a training like Ctrl-C (the MLflow run ends KILLED, not stuck RUNNING), and
+    Prefect's crash reports for them are not printed."""
     noise = _DropInterruptNoise()
     loggers = [logging.getLogger(name) for name in ("prefect.task_runs", "prefect.flow_runs", "prefect.flow_engine", "prefect.task_engine")]
     for logger in loggers:
         logger.addFilter(noise)
-    main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, terminate) if main else None
     try:
-        yield
+        with sigterm_as_interrupt():
+            yield
     finally:
-        if main:
-            signal.signal(signal.SIGTERM, previous)
         for logger in loggers:
             logger.removeFilter(noise)
 
@@ -255,25 +267,15 @@ def ui_hint(store) -> str:
 def serve(command: list[str]) -> int:
     """Run the server until it exits or this process is interrupted or terminated; then stop it
     with all its workers (its own process group), so nothing is left listening."""
-    import signal
     import subprocess
 
-    def terminate(signum, frame):
-        raise KeyboardInterrupt
+    from attnlab.flows.servers import stop_group
 
     server = subprocess.Popen(command, start_new_session=True)
-    previous = signal.signal(signal.SIGTERM, terminate)
     try:
-        return server.wait()
+        with sigterm_as_interrupt():
+            return server.wait()
     except KeyboardInterrupt:
         return 0
     finally:
-        signal.signal(signal.SIGTERM, previous)
-        if server.poll() is None:
-            os.killpg(server.pid, signal.SIGTERM)
-            try:
-                server.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(server.pid, signal.SIGKILL)
-
-
+        stop_group(server)

@@ -90,19 +90,28 @@ class Server:
 
     def stop(self, grace: float = 15.0) -> None:
         """SIGTERM to its process group, SIGKILL after ``grace`` seconds; waits for it."""
-        if self.process is None:
-            return
-        self.terminate()
+        if self.process is not None:
+            stop_group(self.process, grace)
+
+
+def stop_group(process: subprocess.Popen, grace: float = 15.0) -> None:
+    """Stop a server started with ``start_new_session=True``: SIGTERM to its process group,
+    SIGKILL to whatever is left of the group after ``grace`` seconds; waits for the leader."""
+    if process.poll() is None:
         try:
-            self.process.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGTERM)
+        except ProcessLookupError:
             pass
-        # Anything left in the group (a hung leader, workers that outlived it) goes now.
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        self.process.wait()
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        pass
+    # Anything left in the group (a hung leader, workers that outlived it) goes now.
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    process.wait()
 
 
 def stop_all(servers: list[Server], grace: float = 15.0) -> None:

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import typer
 
-from attnlab.flows.cli_support import CLI_FIELDS, build_config, check_config, fail, quiet, user_errors
+from attnlab.flows.cli_support import CLI_FIELDS, build_config, check_config, fail, quiet, sigterm_as_interrupt, user_errors
 from attnlab.flows.errors import UserError
 
 FLOW_NAME = "attnlab-retrain"
@@ -102,20 +100,6 @@ def store_env(store) -> dict[str, str]:
     return {"MLFLOW_TRACKING_URI": store.tracking_uri}
 
 
-@contextmanager
-def _sigterm_stops() -> Iterator[None]:
-    """SIGTERM stops serving like Ctrl-C (Prefect then pauses the schedule)."""
-
-    def stop(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def schedule(
     cron: str = typer.Option(..., metavar="'MIN HOUR DAY MONTH WEEKDAY'", help="when to retrain, e.g. '0 3 * * *' (03:00 every day)"),
     timezone: str = typer.Option("UTC", metavar="TZ", help="time zone of the cron expression (IANA name)"),
@@ -196,7 +180,7 @@ def schedule(
     typer.echo(f"deployment '{FLOW_NAME}/{deployment}' created on {url}: cron '{cron}' ({timezone}), next run {when}")
     typer.echo("\n".join(lines))
     typer.echo("serving it here: runs start in subprocesses of this one; Ctrl-C stops (the schedule pauses until served again)", err=True)
-    with _sigterm_stops():
+    with sigterm_as_interrupt():  # SIGTERM stops serving like Ctrl-C (Prefect then pauses the schedule)
         try:
             retrain_flow.serve(print_starting_message=False, pause_on_shutdown=True, **common)
         except KeyboardInterrupt:
@@ -207,11 +191,6 @@ def schedule(
 # --------------------------------------------------------------------------- server
 
 
-def _log_dir() -> Path:
-    root = os.environ.get("ATTNLAB_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "attnlab"
-    return Path(root) / "server"
-
-
 def server(
     prefect_port: int = typer.Option(PREFECT_PORT, metavar="PORT", help="port of the Prefect server (API and UI)"),
     mlflow_port: int = typer.Option(MLFLOW_PORT, metavar="PORT", help="port of the MLflow server (UI and tracking)"),
@@ -220,6 +199,7 @@ def server(
     """Start a local Prefect server and MLflow server on 127.0.0.1 (for 'attnlab schedule' on one
     machine); print their URLs and the exports; Ctrl-C stops both."""
     from attnlab.flows import servers
+    from attnlab.flows.tasks import cache_root
     from attnlab.flows.tracking import resolve_store
 
     host = servers.HOST
@@ -232,7 +212,7 @@ def server(
         problem = servers.port_free(port, host)
         if problem:
             raise fail(f"cannot listen on {host}:{port} ({flag}): {problem}; choose another with {flag}")
-    logs = _log_dir()
+    logs = cache_root() / "server"
     env = {**os.environ}
     env.pop("PREFECT_API_URL", None)  # the server itself needs none
     running = [
@@ -244,33 +224,29 @@ def server(
         running.append(servers.Server("MLflow", ui_command(host, mlflow_port), f"http://{host}:{mlflow_port}/health", logs / "mlflow.log"))
     mlflow_url = store.tracking_uri if remote else f"http://{host}:{mlflow_port}"
 
-    def terminate(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, terminate)
     code = 0
     try:
-        typer.echo(f"starting {' and '.join(s.name for s in running)} on {host} (~10-30 s; logs in {logs})", err=True)
-        for process in running:
-            process.start()
-        servers.wait_healthy(running, timeout)
-        typer.echo(f"Prefect UI  http://{host}:{prefect_port}")
-        typer.echo(f"MLflow UI   {mlflow_url}" + ("  (MLFLOW_TRACKING_URI; not started here)" if remote else f"  (store {store.tracking_uri})"))
-        typer.echo("in the shell where you run 'attnlab schedule':")
-        typer.echo(f"  export PREFECT_API_URL=http://{host}:{prefect_port}/api")
-        typer.echo(f"  export MLFLOW_TRACKING_URI={mlflow_url}")
-        typer.echo("Ctrl-C stops both", err=True)
-        while True:
+        with sigterm_as_interrupt():  # SIGTERM stops both like Ctrl-C
+            typer.echo(f"starting {' and '.join(s.name for s in running)} on {host} (~10-30 s; logs in {logs})", err=True)
             for process in running:
-                if process.exited() is not None:
-                    raise servers.ServerFailed(f"the {process.name} server stopped with status {process.exited()}: {process.last_line()} (log: {process.log})")
-            time.sleep(1)
+                process.start()
+            servers.wait_healthy(running, timeout)
+            typer.echo(f"Prefect UI  http://{host}:{prefect_port}")
+            typer.echo(f"MLflow UI   {mlflow_url}" + ("  (MLFLOW_TRACKING_URI; not started here)" if remote else f"  (store {store.tracking_uri})"))
+            typer.echo("in the shell where you run 'attnlab schedule':")
+            typer.echo(f"  export PREFECT_API_URL=http://{host}:{prefect_port}/api")
+            typer.echo(f"  export MLFLOW_TRACKING_URI={mlflow_url}")
+            typer.echo("Ctrl-C stops both", err=True)
+            while True:
+                for process in running:
+                    if process.exited() is not None:
+                        raise servers.ServerFailed(f"the {process.name} server stopped with status {process.exited()}: {process.last_line()} (log: {process.log})")
+                time.sleep(1)
     except KeyboardInterrupt:
         pass
     except servers.ServerFailed as exc:
         code = 1
         typer.echo(f"attnlab: error: {exc}", err=True)
     finally:
-        signal.signal(signal.SIGTERM, previous)
         servers.stop_all(running)
     raise typer.Exit(code)

@@ -61,10 +61,16 @@ def start_run(config: ExperimentConfig, experiment: str, tags: dict[str, str]) -
     return tracking.start_run(client, tracking.ensure_experiment(client, experiment, store), config, tags)
 
 
-def cache_dir() -> Path:
-    """Where generated datasets are kept: ``ATTNLAB_CACHE_DIR``, else ``~/.cache/attnlab``."""
+def cache_root() -> Path:
+    """attnlab's cache folder: ``ATTNLAB_CACHE_DIR``, else ``$XDG_CACHE_HOME/attnlab`` or
+    ``~/.cache/attnlab``."""
     root = os.environ.get("ATTNLAB_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "attnlab"
-    return Path(root) / "datasets"
+    return Path(root)
+
+
+def cache_dir() -> Path:
+    """Where generated datasets are kept: ``<cache_root>/datasets``."""
+    return cache_root() / "datasets"
 
 
 def save_splits(path: Path, splits: Splits) -> Path:
