@@ -108,15 +108,21 @@ def _outcome(future, label: str, config: ExperimentConfig) -> dict[str, Any]:
         return {**base, "status": "FAILED", "error": error[:500]}
 
 
-def _running_line(client: MlflowClient, experiment: str, parent_run_id: str) -> str | None:
-    """Where the runs in progress are, read from their MLflow runs (works for any runner)."""
-    found = client.get_experiment_by_name(experiment)
+def _running_children(client: MlflowClient, parent_run_id: str) -> list:
+    """The sweep's child runs still RUNNING (children share the parent's experiment)."""
+    experiment_id = client.get_run(parent_run_id).info.experiment_id
     query = f"tags.mlflow.parentRunId = '{parent_run_id}' and attributes.status = 'RUNNING'"
+    return client.search_runs([experiment_id], query)
+
+
+def _running_line(client: MlflowClient, parent_run_id: str) -> str | None:
+    """Where the runs in progress are, read from their MLflow runs (works for any runner)."""
     parts = []
-    for run in client.search_runs([found.experiment_id], query) if found else []:
+    for run in _running_children(client, parent_run_id):
         history = client.get_metric_history(run.info.run_id, "val_exact_match")
         epochs = run.data.params.get("epochs", "?")
-        where = f"epoch {max(m.step for m in history)}/{epochs} val_exact_match {history[-1].value:.3f}" if history else "starting"
+        latest = max(history, key=lambda metric: metric.step, default=None)
+        where = f"epoch {latest.step}/{epochs} val_exact_match {latest.value:.3f}" if latest else "starting"
         parts.append(f"{run.data.tags.get('mlflow.runName', run.info.run_id)}: {where}")
     return "running: " + "; ".join(sorted(parts)) if parts else None
 
@@ -142,7 +148,7 @@ def _run_all(jobs, experiment, parent_run_id, probes, threads, max_parallel, rep
         try:
             done = finished.get(timeout=report_every)
         except queue.Empty:
-            line = _running_line(client, experiment, parent_run_id)
+            line = _running_line(client, parent_run_id)
             if line:
                 progress.info(line)
             continue
@@ -208,13 +214,9 @@ def _stop_workers(grace: float = 5.0) -> None:
             child.kill()
 
 
-def _kill_children(client: MlflowClient, experiment: str, parent_run_id: str) -> None:
+def _kill_children(client: MlflowClient, parent_run_id: str) -> None:
     """End KILLED the child runs an interrupted sweep left RUNNING."""
-    found = client.get_experiment_by_name(experiment)
-    if found is None:
-        return
-    query = f"tags.mlflow.parentRunId = '{parent_run_id}' and attributes.status = 'RUNNING'"
-    for run in client.search_runs([found.experiment_id], query):
+    for run in _running_children(client, parent_run_id):
         client.set_terminated(run.info.run_id, "KILLED")
 
 
@@ -253,7 +255,7 @@ def sweep_flow(
         interrupted = isinstance(exc, (KeyboardInterrupt, SystemExit)) or type(exc).__name__ == "TerminationSignal"
         if interrupted:
             _stop_workers()
-        _kill_children(client, experiment, parent_run_id)
+        _kill_children(client, parent_run_id)
         tracking.end_run(client, parent_run_id, "KILLED" if interrupted else "FAILED", error=f"{type(exc).__name__}: {exc}")
         raise
     finally:
