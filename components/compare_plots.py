@@ -20,7 +20,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from attnlab.plots import _draw, cjk_font_family
+from attnlab.plots import cjk_font_family, draw_attention
 
 Runs = Mapping[str, Sequence[dict[str, Any]]]
 
@@ -102,7 +102,7 @@ def attention_side_by_side(panels: Sequence[tuple[str, dict[str, Any] | None]], 
             reason = "no run finished" if probe is None else "no attention weights (the decoder lives on the encoder summary)"
             ax.text(0.5, 0.5, f"{label}\n\n{reason}", ha="center", va="center", wrap=True)
             continue
-        image = _draw(ax, np.asarray(probe["weights"], dtype=float), probe["source_tokens"], probe["output_tokens"], family)
+        image = draw_attention(ax, np.asarray(probe["weights"], dtype=float), probe["source_tokens"], probe["output_tokens"], family)
         ax.tick_params(labelsize=6)
         mark = "right" if probe.get("correct") else "wrong"
         ax.set_title(f"{label} ({mark})", fontsize="medium")

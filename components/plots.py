@@ -5,6 +5,7 @@ global state, so plotting is thread-safe and works headless.
 
 Shapes: ``Lt = len(output_tokens)`` (rows, y axis), ``Ls = len(source_tokens)`` (columns, x axis).
 
+- :func:`draw_attention` draws one ``[Lt, Ls]`` matrix on a given axes (for composite figures);
 - :func:`attention_heatmap` draws one ``[Lt, Ls]`` weight matrix;
 - :func:`head_heatmaps` draws ``[H, Lt, Ls]`` weights, one subplot per head;
 - :func:`save_figure` writes a PNG.
@@ -70,8 +71,8 @@ def _check_shape(shape: tuple[int, ...], source_tokens: Sequence[str],
         )
 
 
-def _draw(ax, matrix: np.ndarray, source_tokens: Sequence[str],
-          output_tokens: Sequence[str], family: str):
+def draw_attention(ax, matrix: np.ndarray, source_tokens: Sequence[str],
+                   output_tokens: Sequence[str], family: str):
     """Draw one ``[Lt, Ls]`` matrix on ``ax``: source on the top x axis, output on the y axis."""
     image = ax.imshow(matrix, cmap=CMAP, vmin=0.0, vmax=1.0, aspect="auto")
     ax.set_xticks(range(len(source_tokens)))
@@ -97,7 +98,7 @@ def attention_heatmap(weights: Any, source_tokens: Sequence[str], output_tokens:
                           max(3.0, 0.4 * len(output_tokens) + 1.5)))
     FigureCanvasAgg(fig)  # Agg canvas: fig.canvas.draw() renders, no pyplot involved
     ax = fig.add_subplot()
-    image = _draw(ax, matrix, source_tokens, output_tokens, family)
+    image = draw_attention(ax, matrix, source_tokens, output_tokens, family)
     fig.colorbar(image, ax=ax)
     if title:
         fig.suptitle(title, fontfamily=family)
@@ -126,7 +127,7 @@ def head_heatmaps(head_weights: Any, source_tokens: Sequence[str], output_tokens
         ax.remove()
     image = None
     for k, ax in enumerate(grid[:heads]):
-        image = _draw(ax, weights[k], source_tokens, output_tokens, family)
+        image = draw_attention(ax, weights[k], source_tokens, output_tokens, family)
         ax.set_title(f"head {k}")
     if image is not None:
         fig.colorbar(image, ax=grid[:heads])
