@@ -126,6 +126,12 @@ class Attention(nn.Module):
         weights = masked_softmax(self.score(query, keys), mask)
         return AttentionOutput(weighted_sum(weights, values), weights)
 
+    def dot_scale(self) -> float | None:
+        """``s`` when this scorer's weights are exactly ``softmax(s * q . k)`` over the unmasked
+        keys and its context is their weighted sum of the values, else None (the default).
+        A recurrent decoder then runs all its steps in one fused loop."""
+        return None
+
     def context_only(
         self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None = None
     ) -> Tensor:

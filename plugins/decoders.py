@@ -15,6 +15,7 @@ from attnlab.plugins.decoder import AttentionFactory, Decoder, DecoderOutput, St
 from attnlab.plugins.encoder import EncoderOutput
 from attnlab.plugins.encoders import check_transformer_options, sinusoidal_positions
 from attnlab.plugins.options import require_probability
+from attnlab.plugins.recurrence import AttentiveGRUScan
 
 CELLS = {"gru": nn.GRUCell, "lstm": nn.LSTMCell}
 
@@ -106,6 +107,9 @@ class RNNDecoder(Decoder):
         return logits, state, attn
 
     def forward(self, tgt_in, memory, src_mask, need_weights=True) -> DecoderOutput:
+        scale = self.attention.dot_scale()
+        if scale is not None and not self.is_lstm and not (self.training and self.dropout.p > 0):
+            return self._fused_forward(tgt_in, memory, src_mask, scale, need_weights)
         # step() for all positions, with the embedding and output layers run once for all steps.
         input_gates = self._input_gates(tgt_in)  # [B, Lt, G]
         w_context = self._context_weight()
@@ -124,6 +128,22 @@ class RNNDecoder(Decoder):
         if not need_weights:
             return DecoderOutput(logits, None)
         return DecoderOutput(logits, cat_steps(weights, dim=1), cat_steps(heads, dim=2))
+
+    def _fused_forward(self, tgt_in, memory, src_mask, scale: float, need_weights: bool) -> DecoderOutput:
+        """forward() for a GRU cell and a dot-product scorer: all steps in one autograd function."""
+        mask = None if bool(src_mask.all()) else src_mask
+        states, contexts, weights = AttentiveGRUScan.apply(
+            self._input_gates(tgt_in.t()),  # [Lt, B, G]
+            self.start(memory, src_mask)[0],
+            memory.outputs,
+            mask,
+            self._context_weight(),
+            self.cell.weight_hh,
+            self.cell.bias_hh,
+            scale,
+        )
+        logits = self.out(torch.cat([states, contexts], dim=-1)).transpose(0, 1)
+        return DecoderOutput(logits, weights.transpose(0, 1) if need_weights else None)
 
 
 class _TransformerDecoderLayer(nn.Module):

@@ -10,11 +10,13 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnlab.plugins.encoder import Encoder, EncoderOutput
 from attnlab.plugins.options import require_positive_int, require_probability
+from attnlab.plugins.recurrence import GRUScan
 
 
 class _RecurrentEncoder(Encoder):
@@ -49,8 +51,11 @@ class _RecurrentEncoder(Encoder):
         self.merge = nn.Linear(directions * hidden_size, hidden_size) if self.bidirectional else None
 
     def forward(self, src: Tensor, src_mask: Tensor) -> EncoderOutput:
+        no_padding = bool(src_mask.all())
+        if no_padding and self.rnn_class is nn.GRU and not self.bidirectional and self.rnn.num_layers == 1:
+            return self._scan(src)
         embedded = self.embedding(src)
-        if bool(src_mask.all()):  # no padding: packing would give the same, only slower
+        if no_padding:  # packing would give the same, only slower
             outputs, final = self.rnn(embedded)
         else:
             lengths = src_mask.sum(dim=1).cpu()
@@ -64,6 +69,18 @@ class _RecurrentEncoder(Encoder):
             summary = torch.cat([h_n[-2], h_n[-1]], dim=-1)  # last layer, both directions
             return EncoderOutput(self.merge(outputs), self.merge(summary))
         return EncoderOutput(outputs, h_n[-1])
+
+    def _scan(self, src: Tensor) -> EncoderOutput:
+        """forward() for one unidirectional GRU layer over unpadded sources, in one autograd
+        function; the embedding's share of the input gates is looked up per token ([V, 3H])."""
+        rnn = self.rnn
+        if src.numel() < self.embedding.num_embeddings:
+            gates = F.linear(self.embedding(src.t()), rnn.weight_ih_l0, rnn.bias_ih_l0)
+        else:
+            gates = F.embedding(src.t(), F.linear(self.embedding.weight, rnn.weight_ih_l0, rnn.bias_ih_l0))
+        h0 = gates.new_zeros(src.shape[0], rnn.hidden_size)
+        states = GRUScan.apply(gates, h0, rnn.weight_hh_l0, rnn.bias_hh_l0)  # [Ls, B, H]
+        return EncoderOutput(states.transpose(0, 1), states[-1])
 
 
 class GRUEncoder(_RecurrentEncoder):

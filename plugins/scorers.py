@@ -29,6 +29,12 @@ def _require_equal_dims(scorer: Attention) -> None:
         )
 
 
+def _unchanged(scorer: Attention, cls: type[Attention]) -> bool:
+    """True when ``scorer``'s class overrides none of ``cls``'s scoring methods (a subclass that
+    redefines the score must not inherit a fast path)."""
+    return all(getattr(type(scorer), name) is getattr(cls, name) for name in ("score", "forward", "context_only"))
+
+
 class NoAttention(Attention):
     """The bottleneck baseline: no attention at all. The context is all zeros, so a decoder
     lives on the encoder summary it started from."""
@@ -50,6 +56,9 @@ class DotAttention(Attention):
     def score(self, query: Tensor, keys: Tensor) -> Tensor:
         return dot_scores(query, keys)
 
+    def dot_scale(self) -> float | None:
+        return 1.0 if _unchanged(self, DotAttention) else None
+
 
 class ScaledDotAttention(Attention):
     """Transformer score: ``q . k / sqrt(d_k)``.
@@ -64,6 +73,9 @@ class ScaledDotAttention(Attention):
 
     def score(self, query: Tensor, keys: Tensor) -> Tensor:
         return dot_scores(query, keys) / math.sqrt(self.key_dim)
+
+    def dot_scale(self) -> float | None:
+        return 1 / math.sqrt(self.key_dim) if _unchanged(self, ScaledDotAttention) else None
 
     def context_only(self, query, keys, values, mask=None) -> Tensor:
         if query.shape[1] == 1:

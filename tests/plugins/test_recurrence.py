@@ -1,0 +1,115 @@
+"""The fused GRU loops give nn.GRU's and the step-by-step decoder's numbers, gradients included."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attnlab.plugins import EncoderOutput, create_plugin, load_plugin, recurrence
+from attnlab.plugins.recurrence import GRUScan
+from attnlab.plugins.scorers import AdditiveAttention, DotAttention, ScaledDotAttention
+
+VOCAB, EMB, HIDDEN = 15, 6, 8
+
+
+def grads(tensors) -> list[torch.Tensor]:
+    return [t.grad.clone() for t in tensors]
+
+
+def test_gru_scan_equals_nn_gru():
+    torch.manual_seed(0)
+    gru = torch.nn.GRU(EMB, HIDDEN).double()
+    x = torch.randn(7, 3, EMB, dtype=torch.double, requires_grad=True)  # [T, B, E]
+    h0 = torch.randn(3, HIDDEN, dtype=torch.double, requires_grad=True)
+    params = [x, h0, *gru.parameters()]
+
+    expected, _ = gru(x, h0.unsqueeze(0))
+    expected.pow(2).sum().backward()
+    expected_grads = grads(params)
+    for p in params:
+        p.grad = None
+
+    gates = F.linear(x, gru.weight_ih_l0, gru.bias_ih_l0)
+    states = GRUScan.apply(gates, h0, gru.weight_hh_l0, gru.bias_hh_l0)
+    states.pow(2).sum().backward()
+    torch.testing.assert_close(states, expected)
+    for got, want in zip(grads(params), expected_grads):
+        torch.testing.assert_close(got, want)
+
+
+def make_decoder(scorer: str):
+    scorer_cls = load_plugin("scorers", scorer)
+    return create_plugin("decoders", "rnn", VOCAB, EMB, HIDDEN, HIDDEN, scorer_cls).double()
+
+
+def decoder_pass(dec, memory: EncoderOutput, mask, tgt_in):
+    """Logits, weights and the gradients of every parameter and of the memory."""
+    for p in [*dec.parameters(), memory.outputs, memory.summary]:
+        p.grad = None
+    out = dec(tgt_in, memory, mask, need_weights=True)
+    # The loss reaches the weights too, so their backward path is checked as well.
+    loss = F.cross_entropy(out.logits.transpose(1, 2), tgt_in) + out.weights.pow(2).sum()
+    loss.backward()
+    return out.logits, out.weights, grads([*dec.parameters(), memory.outputs, memory.summary])
+
+
+@pytest.mark.parametrize("scorer", ["dot", "scaled_dot"])
+@pytest.mark.parametrize("padded", [False, True])
+def test_fused_decoder_equals_the_step_by_step_one(scorer, padded, monkeypatch):
+    torch.manual_seed(0)
+    dec = make_decoder(scorer)
+    lengths = torch.tensor([5, 3] if padded else [5, 5])
+    mask = torch.arange(5)[None, :] < lengths[:, None]
+    outputs = (torch.randn(2, 5, HIDDEN, dtype=torch.double) * mask[..., None]).requires_grad_()
+    memory = EncoderOutput(outputs, torch.randn(2, HIDDEN, dtype=torch.double, requires_grad=True))
+    tgt_in = torch.randint(3, VOCAB, (2, 6))
+
+    assert dec.attention.dot_scale() is not None
+    fused = decoder_pass(dec, memory, mask, tgt_in)
+    monkeypatch.setattr(type(dec.attention), "dot_scale", lambda self: None)
+    stepwise = decoder_pass(dec, memory, mask, tgt_in)
+
+    torch.testing.assert_close(fused[0], stepwise[0])
+    torch.testing.assert_close(fused[1], stepwise[1])
+    if padded:
+        assert torch.all(fused[1][1, :, 3:] == 0)
+    for got, want in zip(fused[2], stepwise[2]):
+        torch.testing.assert_close(got, want)
+
+
+def test_only_plain_dot_product_scorers_take_the_fused_path():
+    class Cosine(ScaledDotAttention):
+        def score(self, query, keys):
+            return F.normalize(query, dim=-1) @ F.normalize(keys, dim=-1).transpose(-2, -1)
+
+    assert DotAttention(8, 8).dot_scale() == 1.0
+    assert ScaledDotAttention(16, 16).dot_scale() == 0.25
+    assert Cosine(8, 8).dot_scale() is None
+    assert AdditiveAttention(8, 8).dot_scale() is None
+
+
+@pytest.mark.slow
+def test_compiled_loops_equal_the_eager_ones():
+    torch.manual_seed(0)
+    encoder = create_plugin("encoders", "gru", VOCAB, EMB, HIDDEN)
+    dec = create_plugin("decoders", "rnn", VOCAB, EMB, HIDDEN, HIDDEN, ScaledDotAttention)
+    src, tgt_in = torch.randint(3, VOCAB, (4, 5)), torch.randint(3, VOCAB, (4, 6))
+    mask = torch.ones(4, 5, dtype=torch.bool)
+    params = [*encoder.parameters(), *dec.parameters()]
+
+    def run():
+        for p in params:
+            p.grad = None
+        out = dec(tgt_in, encoder(src, mask), mask, need_weights=True)
+        F.cross_entropy(out.logits.transpose(1, 2), tgt_in).backward()
+        return out.logits, out.weights, grads(params)
+
+    eager = run()
+    recurrence.use_compiled(True)
+    try:
+        compiled = run()
+    finally:
+        recurrence.use_compiled(False)
+    for got, want in zip([compiled[0], compiled[1], *compiled[2]], [eager[0], eager[1], *eager[2]]):
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
