@@ -1,7 +1,8 @@
 """Training speed of attnlab against the seed tutorial's own loop, in one run.
 
 1. Throughput (samples/s) at the seed's model size (embedding 64, GRU hidden 128, scaled-dot
-   attention): the reference at its batch size 32, attnlab at several batch sizes.
+   attention): the reference at its batch size 32, attnlab at several batch sizes, eagerly and
+   with ``compile_loops`` (the first epoch, which compiles, is not timed).
 2. Time to >= 99.9% exact match on unseen dates: the reference with the tutorial's settings,
    attnlab with its defaults. Only optimisation time counts; after every epoch both are scored
    (untimed) on the same 1,000 held-out real dates that neither saw in training.
@@ -25,15 +26,17 @@ from attnlab.evaluate import decode_texts, exact_match
 from attnlab.experiment import prepare_data
 from attnlab.model import build_model
 from attnlab.plugins import Example, create_plugin
-from attnlab.train import _loss, train
+from attnlab.train import train, train_step
 
 TARGET = 0.999
 
 
 def reference_throughput(epochs: int) -> float:
-    """Median samples/s over ``epochs`` epochs of the tutorial's loop (batch 32, 3000 dates)."""
+    """Median samples/s over ``epochs`` epochs of the tutorial's loop (batch 32, 3000 dates),
+    after one untimed epoch as attnlab gets."""
     model, optimizer, criterion = ref.make_reference(seed=0)
     loader = ref.make_loader(3000, seed=0)
+    ref.train_epoch(model, loader, optimizer, criterion)
     rates = []
     for _ in range(epochs):
         started = time.perf_counter()
@@ -42,25 +45,24 @@ def reference_throughput(epochs: int) -> float:
     return statistics.median(rates)
 
 
-def attnlab_throughput(batch_size: int, epochs: int) -> float:
-    """Median samples/s of attnlab's optimisation steps at the seed's model size."""
-    config = ExperimentConfig(batch_size=batch_size, train_size=3000, embedding_dim=64, hidden_size=128)
+def attnlab_throughput(batch_size: int, epochs: int, compile_loops: bool = False) -> tuple[float, float]:
+    """(median samples/s of attnlab's optimisation steps at the seed's model size, seconds of
+    the untimed first epoch, which includes compiling when ``compile_loops``)."""
+    config = ExperimentConfig(
+        batch_size=batch_size, train_size=3000, embedding_dim=64, hidden_size=128, compile_loops=compile_loops
+    )
     task, splits = prepare_data(config)
     model = build_model(config, task)
     data = encode_examples(splits.train, model.src_vocab, model.tgt_vocab)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
     model.train()
-    rates = []
-    for _ in range(epochs):
+    seconds = []
+    for _ in range(epochs + 1):
         started = time.perf_counter()
         for start in range(0, len(data), batch_size):
-            loss = _loss(model, data.rows(slice(start, start + batch_size)), 1.0)
-            optimizer.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
-            optimizer.step()
-        rates.append(len(data) / (time.perf_counter() - started))
-    return statistics.median(rates)
+            train_step(model, data.rows(slice(start, start + batch_size)), optimizer, config)
+        seconds.append(time.perf_counter() - started)
+    return statistics.median(len(data) / s for s in seconds[1:]), seconds[0]
 
 
 def unseen_test_dates(exclude: set[str], n: int = 1000) -> list[Example]:
@@ -123,7 +125,7 @@ def attnlab_time_to_target(max_epochs: int) -> tuple[float | None, int, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3, help="epochs (throughput) / runs (time to target)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed epochs (throughput) / runs (time to target)")
     parser.add_argument("--max-epochs", type=int, default=20)
     args = parser.parse_args()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads\n")
@@ -131,9 +133,11 @@ def main() -> None:
     print("Training throughput at the seed's model size (median samples/s)")
     base = reference_throughput(args.repeats)
     print(f"  reference (tutorial loop, batch 32)   {base:8.0f}")
-    for batch in (32, 128, 256, 512):
-        rate = attnlab_throughput(batch, args.repeats)
-        print(f"  attnlab batch {batch:<4}                  {rate:8.0f}   {rate / base:4.1f}x")
+    for batch, compile_loops in ((32, False), (128, False), (512, False), (1000, False), (1000, True)):
+        rate, first = attnlab_throughput(batch, args.repeats, compile_loops)
+        label = f"attnlab batch {batch:<4} {'compile_loops' if compile_loops else 'eager':<13}"
+        note = f"   (first epoch {first:.1f} s, compiling)" if compile_loops else ""
+        print(f"  {label}        {rate:8.0f}   {rate / base:4.1f}x{note}")
 
     print(f"\nTime to >= {TARGET:.1%} exact match on 1,000 unseen dates (median train seconds)")
     for name, measure in (("reference (tutorial settings)", reference_time_to_target), ("attnlab defaults", attnlab_time_to_target)):

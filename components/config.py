@@ -51,6 +51,12 @@ class ExperimentConfig(BaseModel):
     lr_schedule: Literal["constant", "cosine"] = Field(
         "constant", description="'cosine' decays the learning rate to 0 over the epochs, step by step"
     )
+    compile_loops: bool = Field(
+        False,
+        description="run the GRU encoder's and rnn decoder's loops through torch.compile while "
+        "training (needs a C++ compiler): every new batch shape first compiles for tens of "
+        "seconds, then each step is faster; pays off on long runs with fixed-length examples",
+    )
     clip_norm: PositiveFloat = Field(1.0, description="gradient clipping (max global norm)")
     teacher_forcing: float = Field(
         1.0, ge=0.0, le=1.0, description="probability of feeding the gold previous token"

@@ -20,6 +20,7 @@ from attnlab.data import EncodedExamples
 from attnlab.decode import flush_denormals
 from attnlab.evaluate import decode_texts, exact_match
 from attnlab.model import Seq2Seq
+from attnlab.plugins.recurrence import compiled
 from attnlab.vocab import PAD
 
 #: Called after every epoch with that epoch's metrics (epoch, train_loss, val_loss,
@@ -153,15 +154,11 @@ def train(
         )
         for index in batches:
             batch = train_data.rows(index.to(device)).trimmed()
-            loss = _loss(model, batch, config.teacher_forcing)
-            if not math.isfinite(loss.item()):
-                raise TrainingDiverged(f"loss became {loss.item()} at epoch {epoch}; lower the learning rate")
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
-            optimizer.step()
+            loss = train_step(model, batch, optimizer, config)
+            if not math.isfinite(loss):
+                raise TrainingDiverged(f"loss became {loss} at epoch {epoch}; lower the learning rate")
             schedule.step()
-            loss_sum += loss.item() * len(batch)
+            loss_sum += loss * len(batch)
             seen += len(batch)
         train_seconds = time.perf_counter() - started
         metrics = {
@@ -183,6 +180,21 @@ def train(
             result.stopped_early = True
             break
     return result
+
+
+def train_step(model: Seq2Seq, batch: EncodedExamples, optimizer: torch.optim.Optimizer, config: ExperimentConfig) -> float:
+    """One optimisation step on ``batch`` (teacher forcing, clipping, the optimizer's update);
+    returns the batch's loss. A NaN or infinite loss is returned without updating the model."""
+    with compiled(config.compile_loops):
+        loss = _loss(model, batch, config.teacher_forcing)
+        value = loss.item()
+        if not math.isfinite(value):
+            return value
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
+    optimizer.step()
+    return value
 
 
 def _reached_target(history: list[dict[str, float]], config: ExperimentConfig) -> bool:

@@ -90,14 +90,18 @@ class RNNDecoder(Decoder):
         candidate = torch.tanh(in_n + reset * h_n)
         return (candidate + update * (state[0] - candidate),)
 
+    def _gate_table(self) -> Tensor:
+        """The embedding's share of the cell's input gates for every token, [V, G]."""
+        return F.linear(self.embedding.weight, self.cell.weight_ih[:, : self.embedding_dim], self.cell.bias_ih)
+
     def _input_gates(self, tokens: Tensor) -> Tensor:
         """tokens long [B, ...] -> the embedding's share of the cell's input gates [B, ..., G]."""
-        weight, bias = self.cell.weight_ih[:, : self.embedding_dim], self.cell.bias_ih
         if (self.training and self.dropout.p > 0) or tokens.numel() < self.vocab_size:
+            weight, bias = self.cell.weight_ih[:, : self.embedding_dim], self.cell.bias_ih
             return F.linear(self.dropout(self.embedding(tokens)), weight, bias)
         # Without dropout the share depends on the token alone: project the whole vocabulary once
-        # ([V, G]) and look the rows up, instead of a [tokens, E] x [E, G] matmul.
-        return F.embedding(tokens, F.linear(self.embedding.weight, weight, bias))
+        # and look the rows up, instead of a [tokens, E] x [E, G] matmul.
+        return F.embedding(tokens, self._gate_table())
 
     def step(self, tokens, state, memory, src_mask):
         attn = self._attend(state, memory, src_mask, need_weights=True)
@@ -132,8 +136,9 @@ class RNNDecoder(Decoder):
     def _fused_forward(self, tgt_in, memory, src_mask, scale: float, need_weights: bool) -> DecoderOutput:
         """forward() for a GRU cell and a dot-product scorer: all steps in one autograd function."""
         mask = None if bool(src_mask.all()) else src_mask
-        states, contexts, weights = AttentiveGRUScan.apply(
-            self._input_gates(tgt_in.t()),  # [Lt, B, G]
+        features, weights = AttentiveGRUScan.apply(
+            tgt_in.t(),
+            self._gate_table(),
             self.start(memory, src_mask)[0],
             memory.outputs,
             mask,
@@ -142,7 +147,7 @@ class RNNDecoder(Decoder):
             self.cell.bias_hh,
             scale,
         )
-        logits = self.out(torch.cat([states, contexts], dim=-1)).transpose(0, 1)
+        logits = self.out(features).transpose(0, 1)  # features [Lt, B, H + C]
         return DecoderOutput(logits, weights.transpose(0, 1) if need_weights else None)
 
 

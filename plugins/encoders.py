@@ -72,14 +72,11 @@ class _RecurrentEncoder(Encoder):
 
     def _scan(self, src: Tensor) -> EncoderOutput:
         """forward() for one unidirectional GRU layer over unpadded sources, in one autograd
-        function; the embedding's share of the input gates is looked up per token ([V, 3H])."""
+        function; the input gates are looked up per token in a [V, 3H] table."""
         rnn = self.rnn
-        if src.numel() < self.embedding.num_embeddings:
-            gates = F.linear(self.embedding(src.t()), rnn.weight_ih_l0, rnn.bias_ih_l0)
-        else:
-            gates = F.embedding(src.t(), F.linear(self.embedding.weight, rnn.weight_ih_l0, rnn.bias_ih_l0))
-        h0 = gates.new_zeros(src.shape[0], rnn.hidden_size)
-        states = GRUScan.apply(gates, h0, rnn.weight_hh_l0, rnn.bias_hh_l0)  # [Ls, B, H]
+        table = F.linear(self.embedding.weight, rnn.weight_ih_l0, rnn.bias_ih_l0)
+        h0 = table.new_zeros(src.shape[0], rnn.hidden_size)
+        states = GRUScan.apply(src.t(), table, h0, rnn.weight_hh_l0, rnn.bias_hh_l0)  # [Ls, B, H]
         return EncoderOutput(states.transpose(0, 1), states[-1])
 
 

@@ -7,12 +7,14 @@ backward loop of a dozen operations each, and compute the weight gradients once 
 
 Everything here is time-major: input gates [T, B, 3H], states [T, B, H].
 
-``use_compiled(True)`` runs both loops through ``torch.compile``, which fuses each step's
-elementwise operations into a few kernels: the first batch of every new shape compiles (tens of
-seconds), later ones run markedly faster.
+Inside ``with compiled():`` both loops run through ``torch.compile``, which fuses each step's
+elementwise operations into a few kernels: the first call with every new shape compiles (tens of
+seconds, needs a C++ compiler), later ones run faster.
 """
 
 from __future__ import annotations
+
+from contextlib import contextmanager
 
 import torch
 from torch import Tensor
@@ -21,19 +23,43 @@ _compiled: dict[str, object] = {}
 _use_compiled = False
 
 
-def use_compiled(enabled: bool) -> None:
-    """Run the loops through ``torch.compile`` (True) or eagerly (False, the default)."""
+@contextmanager
+def compiled(enabled: bool = True):
+    """Run the loops through ``torch.compile`` inside this block (eagerly when not ``enabled``)."""
     global _use_compiled
-    _use_compiled = enabled
+    previous, _use_compiled = _use_compiled, enabled
+    try:
+        yield
+    finally:
+        _use_compiled = previous
 
 
 def _loop(fn):
-    """``fn``, or its compiled version while ``use_compiled(True)`` is in force."""
+    """``fn``, or its compiled version inside ``compiled()``."""
     if not _use_compiled:
         return fn
     if fn.__name__ not in _compiled:
         _compiled[fn.__name__] = torch.compile(fn, fullgraph=True, dynamic=False)
     return _compiled[fn.__name__]
+
+
+def _affine(bias: Tensor, x: Tensor, weight: Tensor) -> Tensor:
+    """bias + x @ weight. Eagerly one addmm; compiled, a plain matmul whose bias addition fuses
+    into the elementwise kernel that follows (addmm first copies the bias into its output)."""
+    if torch.compiler.is_compiling():
+        return x @ weight + bias
+    return torch.addmm(bias, x, weight)
+
+
+def _gates(table: Tensor, tokens: Tensor, t: int) -> Tensor:
+    """The input gates of step t, [B, G]: rows of the per-token gate table [V, G]."""
+    return table[tokens[t]]
+
+
+def _table_grad(d_gi: Tensor, tokens: Tensor, table: Tensor) -> Tensor:
+    """d gi [T, B, G] summed into the rows of the gate table [V, G] that each token used."""
+    flat = d_gi.reshape(-1, d_gi.shape[-1])
+    return torch.zeros_like(table).index_add_(0, tokens.reshape(-1), flat)
 
 
 def _cell(gx: Tensor, gh: Tensor, h: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -60,14 +86,14 @@ def _cell_backward(dh: Tensor, h: Tensor, rz: Tensor, n: Tensor, ghn: Tensor) ->
     return torch.cat([dr, dz, dn], 1), torch.cat([dr, dz, dn * r], 1), dh * z
 
 
-def _gru_forward(gi: Tensor, h0: Tensor, w_hh: Tensor, b_hh: Tensor):
-    """gi [T, B, 3H], h0 [B, H] -> states [T + 1, B, H] (h0 first), rz [T, B, 2H], n and ghn
+def _gru_forward(tokens: Tensor, table: Tensor, h0: Tensor, w_hh: Tensor, b_hh: Tensor):
+    """tokens long [T, B], table [V, 3H], h0 [B, H] -> states [T + 1, B, H] (h0 first), rz [T, B, 2H], n and ghn
     [T, B, H]."""
     states, rzs, ns, ghns = [h0], [], [], []
     h = h0
-    for gx in gi.unbind(0):
-        gh = torch.addmm(b_hh, h, w_hh.t())
-        h, rz, n = _cell(gx, gh, h)
+    for t in range(tokens.shape[0]):
+        gh = _affine(b_hh, h, w_hh.t())
+        h, rz, n = _cell(_gates(table, tokens, t), gh, h)
         states.append(h)
         rzs.append(rz)
         ns.append(n)
@@ -75,122 +101,129 @@ def _gru_forward(gi: Tensor, h0: Tensor, w_hh: Tensor, b_hh: Tensor):
     return torch.stack(states), torch.stack(rzs), torch.stack(ns), torch.stack(ghns)
 
 
-def _gru_backward(d_out: Tensor, states: Tensor, rzs: Tensor, ns: Tensor, ghns: Tensor, w_hh: Tensor):
-    """d_out [T, B, H] -> (d gi [T, B, 3H], d gh [T, B, 3H], d h0 [B, H])."""
+def _gru_backward(d_out, states, rzs, ns, ghns, w_hh, need_h0: bool):
+    """d_out [T, B, H] -> (d gi [T, B, 3H], d gh [T, B, 3H], its sum over steps and batch [3H],
+    d h0 [B, H] or None)."""
     dh = torch.zeros_like(states[0])
     d_gx, d_gh = [], []
     for t in range(d_out.shape[0] - 1, -1, -1):
         gx, gh, dh = _cell_backward(dh + d_out[t], states[t], rzs[t], ns[t], ghns[t])
-        dh = torch.addmm(dh, gh, w_hh)
+        if t > 0 or need_h0:
+            dh = _affine(dh, gh, w_hh)
         d_gx.append(gx)
         d_gh.append(gh)
-    return torch.stack(d_gx[::-1]), torch.stack(d_gh[::-1]), dh
+    d_gh = torch.stack(d_gh[::-1])
+    return torch.stack(d_gx[::-1]), d_gh, d_gh.sum((0, 1)), dh if need_h0 else None
 
 
-def _weight_grads(d_gh: Tensor, inputs: Tensor) -> tuple[Tensor, Tensor]:
-    """d gh [T, B, G], inputs [T, B, K] -> (d W [G, K], d b [G]), summed over all steps."""
-    flat = d_gh.reshape(-1, d_gh.shape[-1])
-    return flat.t() @ inputs.reshape(-1, inputs.shape[-1]), flat.sum(0)
+def _weight_grad(d_gates: Tensor, inputs: Tensor) -> Tensor:
+    """d gates [T, B, G], inputs [T, B, K] -> d W [G, K], summed over all steps."""
+    return d_gates.reshape(-1, d_gates.shape[-1]).t() @ inputs.reshape(-1, inputs.shape[-1])
 
 
 class GRUScan(torch.autograd.Function):
-    """A GRU over precomputed input gates.
+    """A GRU over tokens whose input gates (W_i x + b_i) are rows of a per-token table.
 
-    forward(gi [T, B, 3H], h0 [B, H], w_hh [3H, H], b_hh [3H]) -> states [T, B, H].
+    forward(tokens long [T, B], table [V, 3H], h0 [B, H], w_hh [3H, H], b_hh [3H]) ->
+    states [T, B, H].
     """
 
     @staticmethod
-    def forward(ctx, gi, h0, w_hh, b_hh):
-        states, rzs, ns, ghns = _loop(_gru_forward)(gi, h0, w_hh, b_hh)
-        ctx.save_for_backward(states, rzs, ns, ghns, w_hh)
+    def forward(ctx, tokens, table, h0, w_hh, b_hh):
+        states, rzs, ns, ghns = _loop(_gru_forward)(tokens, table, h0, w_hh, b_hh)
+        ctx.save_for_backward(tokens, table, states, rzs, ns, ghns, w_hh)
         return states[1:]
 
     @staticmethod
     def backward(ctx, d_out):
-        states, rzs, ns, ghns, w_hh = ctx.saved_tensors
-        d_gi, d_gh, d_h0 = _loop(_gru_backward)(d_out.contiguous(), states, rzs, ns, ghns, w_hh)
-        d_w_hh, d_b_hh = _weight_grads(d_gh, states[:-1])
-        return d_gi, d_h0, d_w_hh, d_b_hh
+        tokens, table, states, rzs, ns, ghns, w_hh = ctx.saved_tensors
+        d_gi, d_gh, d_b_hh, d_h0 = _loop(_gru_backward)(
+            d_out.contiguous(), states, rzs, ns, ghns, w_hh, ctx.needs_input_grad[2]
+        )
+        return None, _table_grad(d_gi, tokens, table), d_h0, _weight_grad(d_gh, states[:-1]), d_b_hh
 
 
-def _attentive_forward(gi, h0, memory, keys, mask, w_context, w_hh, b_hh):
-    """The decoder's loop; see :class:`AttentiveGRUScan`. Returns states [T + 1, B, H],
-    contexts [T, B, D], weights [T, B, L], rz [T, B, 2H], n and ghn [T, B, H]."""
+def _attentive_forward(tokens, table, h0, memory, mask, w_context, w_hh, b_hh, scale: float):
+    """The decoder's loop; see :class:`AttentiveGRUScan`. Returns features [T, B, H + D]
+    (states and contexts side by side), states [T + 1, B, H] (h0 first), contexts [T, B, D],
+    weights [T, B, L], rz [T, B, 2H], n and ghn [T, B, H]."""
     states, contexts, weights, rzs, ns, ghns = [h0], [], [], [], [], []
     h = h0
-    for gx in gi.unbind(0):
-        scores = torch.bmm(keys, h.unsqueeze(2)).squeeze(2)
+    for t in range(tokens.shape[0]):
+        scores = torch.bmm(memory, h.unsqueeze(2)).squeeze(2) * scale
         if mask is not None:
             scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
         a = torch.softmax(scores, -1)
         c = torch.bmm(a.unsqueeze(1), memory).squeeze(1)
-        gh = torch.addmm(b_hh, h, w_hh.t())
-        h, rz, n = _cell(torch.addmm(gx, c, w_context.t()), gh, h)
+        gh = _affine(b_hh, h, w_hh.t())
+        h, rz, n = _cell(_affine(_gates(table, tokens, t), c, w_context.t()), gh, h)
         states.append(h)
         contexts.append(c)
         weights.append(a)
         rzs.append(rz)
         ns.append(n)
         ghns.append(gh[:, 2 * h.shape[1] :])
-    return (torch.stack(states), torch.stack(contexts), torch.stack(weights), torch.stack(rzs),
-            torch.stack(ns), torch.stack(ghns))  # fmt: skip
+    states, contexts = torch.stack(states), torch.stack(contexts)
+    features = torch.cat([states[1:], contexts], dim=-1)
+    return features, states, contexts, torch.stack(weights), torch.stack(rzs), torch.stack(ns), torch.stack(ghns)
 
 
-def _attentive_backward(d_states, d_contexts, d_weights, states, weights, rzs, ns, ghns, memory, keys, w_context, w_hh):
+def _attentive_backward(d_states, d_contexts, d_weights, states, weights, rzs, ns, ghns, memory, w_context, w_hh, scale: float):
     """d states [T, B, H], d contexts [T, B, D], d weights [T, B, L] or None -> (d gi [T, B, 3H],
-    d gh [T, B, 3H], d scores [T, B, L], d contexts in full [T, B, D], d h0 [B, H])."""
+    d gh [T, B, 3H], its sum over steps and batch [3H], d memory [B, L, D], d h0 [B, H])."""
     dh = torch.zeros_like(states[0])
     d_gx, d_gh, d_scores, d_ctx = [], [], [], []
     for t in range(d_states.shape[0] - 1, -1, -1):
         gx, gh, dh = _cell_backward(dh + d_states[t], states[t], rzs[t], ns[t], ghns[t])
-        dc = torch.addmm(d_contexts[t], gx, w_context)
+        dc = _affine(d_contexts[t], gx, w_context)
         a = weights[t]
         da = torch.bmm(memory, dc.unsqueeze(2)).squeeze(2)
         if d_weights is not None:
             da = da + d_weights[t]
-        ds = a * (da - (a * da).sum(-1, keepdim=True))
-        dh = torch.addmm(dh, gh, w_hh) + torch.bmm(ds.unsqueeze(1), keys).squeeze(1)
+        ds = a * (da - (a * da).sum(-1, keepdim=True)) * scale  # d scores / scale
+        dh = _affine(dh, gh, w_hh) + torch.bmm(ds.unsqueeze(1), memory).squeeze(1)
         d_gx.append(gx)
         d_gh.append(gh)
         d_scores.append(ds)
         d_ctx.append(dc)
-    return (torch.stack(d_gx[::-1]), torch.stack(d_gh[::-1]), torch.stack(d_scores[::-1]),
-            torch.stack(d_ctx[::-1]), dh)  # fmt: skip
+    d_gh = torch.stack(d_gh[::-1])
+    # memory is attended as keys at every step and summed as values: [B, L, T] x [B, T, D].
+    d_scores = torch.stack(d_scores[::-1]).permute(1, 2, 0)
+    d_ctx = torch.stack(d_ctx[::-1]).transpose(0, 1)
+    d_memory = torch.baddbmm(torch.bmm(d_scores, states[:-1].transpose(0, 1)), weights.permute(1, 2, 0), d_ctx)
+    return torch.stack(d_gx[::-1]), d_gh, d_gh.sum((0, 1)), d_memory, dh
 
 
 class AttentiveGRUScan(torch.autograd.Function):
     """A GRU decoder with dot-product attention, as the rnn decoder with the dot and scaled_dot
     scorers: at step t the query is the previous state h, the weights are
     a = softmax(scale * memory . h) over the unmasked positions, the context is c = a . memory,
-    and the cell's input gates are gi[t] + W_c c.
+    and the cell's input gates are table[tokens[t]] + W_c c.
 
-    forward(gi [T, B, 3H], h0 [B, H], memory [B, L, D=H], mask bool [B, L] or None (True = may
+    forward(tokens long [T, B], table [V, 3H], h0 [B, H], memory [B, L, D=H], mask bool [B, L] or None (True = may
     attend), w_context [3H, D], w_hh [3H, H], b_hh [3H], scale) ->
-    (states [T, B, H], contexts [T, B, D], weights [T, B, L]).
+    (features [T, B, H + D]: each step's new state and context side by side, weights [T, B, L]).
     """
 
     @staticmethod
-    def forward(ctx, gi, h0, memory, mask, w_context, w_hh, b_hh, scale):
-        keys = memory * scale
-        states, contexts, weights, rzs, ns, ghns = _loop(_attentive_forward)(
-            gi, h0, memory, keys, mask, w_context, w_hh, b_hh
+    def forward(ctx, tokens, table, h0, memory, mask, w_context, w_hh, b_hh, scale):
+        features, states, contexts, weights, rzs, ns, ghns = _loop(_attentive_forward)(
+            tokens, table, h0, memory, mask, w_context, w_hh, b_hh, scale
         )
-        ctx.save_for_backward(states, contexts, weights, rzs, ns, ghns, memory, keys, w_context, w_hh)
+        ctx.save_for_backward(tokens, table, states, contexts, weights, rzs, ns, ghns, memory, w_context, w_hh)
         ctx.scale = scale
-        return states[1:], contexts, weights
+        return features, weights
 
     @staticmethod
-    def backward(ctx, d_states, d_contexts, d_weights):
-        states, contexts, weights, rzs, ns, ghns, memory, keys, w_context, w_hh = ctx.saved_tensors
-        d_states = torch.zeros_like(states[1:]) if d_states is None else d_states.contiguous()
-        d_contexts = torch.zeros_like(contexts) if d_contexts is None else d_contexts.contiguous()
-        d_weights = None if d_weights is None else d_weights.contiguous()
-        d_gi, d_gh, d_scores, d_ctx, d_h0 = _loop(_attentive_backward)(
-            d_states, d_contexts, d_weights, states, weights, rzs, ns, ghns, memory, keys, w_context, w_hh
-        )
-        d_w_hh, d_b_hh = _weight_grads(d_gh, states[:-1])
-        d_w_context, _ = _weight_grads(d_gi, contexts)
-        # memory is attended as keys (scaled) at every step and summed as values.
-        d_memory = torch.einsum("tbl,tbh->blh", d_scores, states[:-1]) * ctx.scale
-        d_memory = d_memory + torch.einsum("tbl,tbd->bld", weights, d_ctx)
-        return d_gi, d_h0, d_memory, None, d_w_context, d_w_hh, d_b_hh, None
+    def backward(ctx, d_features, d_weights):
+        tokens, table, states, contexts, weights, rzs, ns, ghns, memory, w_context, w_hh = ctx.saved_tensors
+        if d_features is None:
+            d_features = torch.zeros_like(torch.cat([states[1:], contexts], dim=-1))
+        size = states.shape[-1]
+        d_gi, d_gh, d_b_hh, d_memory, d_h0 = _loop(_attentive_backward)(
+            d_features[..., :size], d_features[..., size:], d_weights,
+            states, weights, rzs, ns, ghns, memory, w_context, w_hh, ctx.scale,
+        )  # fmt: skip
+        d_w_context = _weight_grad(d_gi, contexts)
+        d_table = _table_grad(d_gi, tokens, table)
+        return None, d_table, d_h0, d_memory, None, d_w_context, _weight_grad(d_gh, states[:-1]), d_b_hh, None

@@ -20,18 +20,19 @@ def grads(tensors) -> list[torch.Tensor]:
 def test_gru_scan_equals_nn_gru():
     torch.manual_seed(0)
     gru = torch.nn.GRU(EMB, HIDDEN).double()
-    x = torch.randn(7, 3, EMB, dtype=torch.double, requires_grad=True)  # [T, B, E]
+    embedding = torch.randn(VOCAB, EMB, dtype=torch.double, requires_grad=True)
+    tokens = torch.randint(0, VOCAB, (7, 3))  # [T, B]
     h0 = torch.randn(3, HIDDEN, dtype=torch.double, requires_grad=True)
-    params = [x, h0, *gru.parameters()]
+    params = [embedding, h0, *gru.parameters()]
 
-    expected, _ = gru(x, h0.unsqueeze(0))
+    expected, _ = gru(embedding[tokens], h0.unsqueeze(0))
     expected.pow(2).sum().backward()
     expected_grads = grads(params)
     for p in params:
         p.grad = None
 
-    gates = F.linear(x, gru.weight_ih_l0, gru.bias_ih_l0)
-    states = GRUScan.apply(gates, h0, gru.weight_hh_l0, gru.bias_hh_l0)
+    table = F.linear(embedding, gru.weight_ih_l0, gru.bias_ih_l0)  # [V, 3H]
+    states = GRUScan.apply(tokens, table, h0, gru.weight_hh_l0, gru.bias_hh_l0)
     states.pow(2).sum().backward()
     torch.testing.assert_close(states, expected)
     for got, want in zip(grads(params), expected_grads):
@@ -106,10 +107,7 @@ def test_compiled_loops_equal_the_eager_ones():
         return out.logits, out.weights, grads(params)
 
     eager = run()
-    recurrence.use_compiled(True)
-    try:
+    with recurrence.compiled():
         compiled = run()
-    finally:
-        recurrence.use_compiled(False)
     for got, want in zip([compiled[0], compiled[1], *compiled[2]], [eager[0], eager[1], *eager[2]]):
         torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
