@@ -7,16 +7,10 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
+from attnlab.cpu_settings import tune_cpu
 from attnlab.model import Seq2Seq
 from attnlab.plugins.decoder import cat_steps
 from attnlab.vocab import EOS, PAD, SOS
-
-
-def flush_denormals() -> None:
-    """Treat denormal floats as zero on the CPU (process-wide). Vanishing recurrent gradients
-    turn into denormals, which make CPU arithmetic over 10x slower (reverse task, lengths 5-40:
-    31 vs 505 samples/s, identical losses); their values are below anything that matters."""
-    torch.set_flush_denormal(True)
 
 
 def default_max_length(source_length: int) -> int:
@@ -37,7 +31,7 @@ class Decoded(NamedTuple):
 def greedy_decode(model: Seq2Seq, src: Tensor, src_mask: Tensor, max_length: int) -> Decoded:
     """Greedy decoding of src long [B, Ls] / src_mask bool [B, Ls], at most ``max_length`` steps
     (EOS included); stops as soon as every row has emitted EOS."""
-    flush_denormals()
+    tune_cpu()
     memory = model.encode(src, src_mask)
     state = model.decoder.start(memory, src_mask)
     tokens = torch.full((src.shape[0],), SOS, dtype=torch.long, device=src.device)
@@ -66,7 +60,7 @@ def beam_search(
     """
     if beam_size < 1:
         raise ValueError(f"beam_size must be >= 1, got {beam_size}")
-    flush_denormals()
+    tune_cpu()
     batch, k = src.shape[0], beam_size
     memory = model.encode(src, src_mask)
     memory = type(memory)(*(m.repeat_interleave(k, dim=0) for m in memory))

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 
 from attnlab.config import ExperimentConfig
 from attnlab.data import EncodedExamples
-from attnlab.decode import flush_denormals
+from attnlab.cpu_settings import tune_cpu
 from attnlab.evaluate import decode_texts, exact_match
 from attnlab.model import Seq2Seq
 from attnlab.plugins.recurrence import compiled
@@ -133,7 +133,6 @@ def train(
     ``config.target_exact_match``. Raises TrainingDiverged on a NaN/inf loss. Deterministic for a
     fixed seed on the CPU: the batch order of epoch e depends only on (seed, e).
     """
-    flush_denormals()
     device = next(model.parameters()).device
     train_data, validation_data = train_data.to(device), validation_data.to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
@@ -185,6 +184,7 @@ def train(
 def train_step(model: Seq2Seq, batch: EncodedExamples, optimizer: torch.optim.Optimizer, config: ExperimentConfig) -> float:
     """One optimisation step on ``batch`` (teacher forcing, clipping, the optimizer's update);
     returns the batch's loss. A NaN or infinite loss is returned without updating the model."""
+    tune_cpu()
     with compiled(config.compile_loops):
         loss = _loss(model, batch, config.teacher_forcing)
         value = loss.item()
