@@ -52,7 +52,9 @@ class _RecurrentEncoder(Encoder):
 
     def forward(self, src: Tensor, src_mask: Tensor) -> EncoderOutput:
         no_padding = bool(src_mask.all())
-        if no_padding and self.rnn_class is nn.GRU and not self.bidirectional and self.rnn.num_layers == 1:
+        # The scan pays off through its backward pass; without gradients nn.GRU is faster.
+        fused = self.rnn_class is nn.GRU and not self.bidirectional and self.rnn.num_layers == 1
+        if fused and no_padding and torch.is_grad_enabled():
             return self._scan(src)
         embedded = self.embedding(src)
         if no_padding:  # packing would give the same, only slower
@@ -68,7 +70,8 @@ class _RecurrentEncoder(Encoder):
         if self.bidirectional:
             summary = torch.cat([h_n[-2], h_n[-1]], dim=-1)  # last layer, both directions
             return EncoderOutput(self.merge(outputs), self.merge(summary))
-        return EncoderOutput(outputs, h_n[-1])
+        # Batch-first but laid out time-major; every decoder step reads it, so make it contiguous.
+        return EncoderOutput(outputs.contiguous(), h_n[-1])
 
     def _scan(self, src: Tensor) -> EncoderOutput:
         """forward() for one unidirectional GRU layer over unpadded sources, in one autograd
@@ -77,7 +80,7 @@ class _RecurrentEncoder(Encoder):
         table = F.linear(self.embedding.weight, rnn.weight_ih_l0, rnn.bias_ih_l0)
         h0 = table.new_zeros(src.shape[0], rnn.hidden_size)
         states = GRUScan.apply(src.t(), table, h0, rnn.weight_hh_l0, rnn.bias_hh_l0)  # [Ls, B, H]
-        return EncoderOutput(states.transpose(0, 1), states[-1])
+        return EncoderOutput(states.transpose(0, 1).contiguous(), states[-1])
 
 
 class GRUEncoder(_RecurrentEncoder):
