@@ -108,23 +108,39 @@ def _gru_forward(tokens: Tensor, table: Tensor, h0: Tensor, w_hh: Tensor, b_hh: 
 
 
 def _gru_backward(d_out, states, rzs, ns, ghns, w_hh, need_h0: bool):
-    """d_out [T, B, H] -> (d gi [T, B, 3H], d gh [T, B, 3H], its sum over steps and batch [3H],
-    d h0 [B, H] or None)."""
+    """d_out [T, B, H] -> (d gi [T, B, 3H], d gh's candidate part [T, B, H] (see
+    :func:`_hidden_grads`), d b_hh [3H], d h0 [B, H] or None)."""
     dh = torch.zeros_like(states[0])
-    d_gx, d_gh = [], []
+    d_gx, d_ghn = [], []
     for t in range(d_out.shape[0] - 1, -1, -1):
         gx, gh, dh = _cell_backward(dh + d_out[t], states[t], rzs[t], ns[t], ghns[t])
         if t > 0 or need_h0:
             dh = _affine(dh, gh, w_hh)
         d_gx.append(gx)
-        d_gh.append(gh)
-    d_gh = torch.stack(d_gh[::-1])
-    return torch.stack(d_gx[::-1]), d_gh, d_gh.sum((0, 1)), dh if need_h0 else None
+        d_ghn.append(gh[:, 2 * dh.shape[1] :])
+    d_gx, d_ghn = torch.stack(d_gx[::-1]), torch.stack(d_ghn[::-1])
+    return d_gx, d_ghn, _hidden_bias_grad(d_gx, d_ghn), dh if need_h0 else None
 
 
 def _weight_grad(d_gates: Tensor, inputs: Tensor) -> Tensor:
     """d gates [T, B, G], inputs [T, B, K] -> d W [G, K], summed over all steps."""
     return d_gates.reshape(-1, d_gates.shape[-1]).t() @ inputs.reshape(-1, inputs.shape[-1])
+
+
+# d gh = [dr, dz, dn * r] shares its first two thirds with d gx = [dr, dz, dn]: only its candidate
+# part d ghn [T, B, H] is kept, and the hidden weights' gradients are put together from both.
+
+
+def _hidden_bias_grad(d_gx: Tensor, d_ghn: Tensor) -> Tensor:
+    """d b_hh [3H] from d gx [T, B, 3H] and d ghn [T, B, H]."""
+    size = d_ghn.shape[-1]
+    return torch.cat([d_gx[..., : 2 * size].sum((0, 1)), d_ghn.sum((0, 1))])
+
+
+def _hidden_weight_grad(d_gx: Tensor, d_ghn: Tensor, states: Tensor) -> Tensor:
+    """d W_hh [3H, H] from d gx [T, B, 3H], d ghn [T, B, H] and the states the steps read."""
+    size = d_ghn.shape[-1]
+    return torch.cat([_weight_grad(d_gx[..., : 2 * size], states), _weight_grad(d_ghn, states)])
 
 
 class GRUScan(torch.autograd.Function):
@@ -143,10 +159,11 @@ class GRUScan(torch.autograd.Function):
     @staticmethod
     def backward(ctx, d_out):
         tokens, table, states, rzs, ns, ghns, w_hh = ctx.saved_tensors
-        d_gi, d_gh, d_b_hh, d_h0 = _loop(_gru_backward)(
+        d_gi, d_ghn, d_b_hh, d_h0 = _loop(_gru_backward)(
             d_out.contiguous(), states, rzs, ns, ghns, w_hh, ctx.needs_input_grad[2]
         )
-        return None, _table_grad(d_gi, tokens, table), d_h0, _weight_grad(d_gh, states[:-1]), d_b_hh
+        d_w_hh = _hidden_weight_grad(d_gi, d_ghn, states[:-1])
+        return None, _table_grad(d_gi, tokens, table), d_h0, d_w_hh, d_b_hh
 
 
 def _attentive_forward(tokens, table, h0, memory, mask, w_context, w_hh, b_hh, scale: float):
@@ -176,9 +193,9 @@ def _attentive_forward(tokens, table, h0, memory, mask, w_context, w_hh, b_hh, s
 
 def _attentive_backward(d_states, d_contexts, d_weights, states, weights, rzs, ns, ghns, memory, w_context, w_hh, scale: float):
     """d states [T, B, H], d contexts [T, B, D], d weights [T, B, L] or None -> (d gi [T, B, 3H],
-    d gh [T, B, 3H], its sum over steps and batch [3H], d memory [B, L, D], d h0 [B, H])."""
+    d ghn [T, B, H], d b_hh [3H], d memory [B, L, D], d h0 [B, H])."""
     dh = torch.zeros_like(states[0])
-    d_gx, d_gh, d_scores, d_ctx = [], [], [], []
+    d_gx, d_ghn, d_scores, d_ctx = [], [], [], []
     for t in range(d_states.shape[0] - 1, -1, -1):
         gx, gh, dh = _cell_backward(dh + d_states[t], states[t], rzs[t], ns[t], ghns[t])
         dc = _affine(d_contexts[t], gx, w_context)
@@ -189,15 +206,15 @@ def _attentive_backward(d_states, d_contexts, d_weights, states, weights, rzs, n
         ds = a * (da - (a * da).sum(-1, keepdim=True)) * scale  # d scores / scale
         dh = _affine(dh, gh, w_hh) + torch.bmm(ds.unsqueeze(1), memory).squeeze(1)
         d_gx.append(gx)
-        d_gh.append(gh)
+        d_ghn.append(gh[:, 2 * dh.shape[1] :])
         d_scores.append(ds)
         d_ctx.append(dc)
-    d_gh = torch.stack(d_gh[::-1])
+    d_gx, d_ghn = torch.stack(d_gx[::-1]), torch.stack(d_ghn[::-1])
     # memory is attended as keys at every step and summed as values: [B, L, T] x [B, T, D].
     d_scores = torch.stack(d_scores[::-1]).permute(1, 2, 0)
     d_ctx = torch.stack(d_ctx[::-1]).transpose(0, 1)
     d_memory = torch.baddbmm(torch.bmm(d_scores, states[:-1].transpose(0, 1)), weights.permute(1, 2, 0), d_ctx)
-    return torch.stack(d_gx[::-1]), d_gh, d_gh.sum((0, 1)), d_memory, dh
+    return d_gx, d_ghn, _hidden_bias_grad(d_gx, d_ghn), d_memory, dh
 
 
 class AttentiveGRUScan(torch.autograd.Function):
@@ -226,10 +243,11 @@ class AttentiveGRUScan(torch.autograd.Function):
         if d_features is None:
             d_features = torch.zeros_like(torch.cat([states[1:], contexts], dim=-1))
         size = states.shape[-1]
-        d_gi, d_gh, d_b_hh, d_memory, d_h0 = _loop(_attentive_backward)(
+        d_gi, d_ghn, d_b_hh, d_memory, d_h0 = _loop(_attentive_backward)(
             d_features[..., :size], d_features[..., size:], d_weights,
             states, weights, rzs, ns, ghns, memory, w_context, w_hh, ctx.scale,
         )  # fmt: skip
         d_w_context = _weight_grad(d_gi, contexts)
         d_table = _table_grad(d_gi, tokens, table)
-        return None, d_table, d_h0, d_memory, None, d_w_context, _weight_grad(d_gh, states[:-1]), d_b_hh, None
+        d_w_hh = _hidden_weight_grad(d_gi, d_ghn, states[:-1])
+        return None, d_table, d_h0, d_memory, None, d_w_context, d_w_hh, d_b_hh, None
