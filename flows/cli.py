@@ -161,6 +161,8 @@ def run_training(config_file: Path | None, flags: dict[str, Any], options: list[
         f"{config.epochs} epochs); tracking: {store.tracking_uri}",
         err=True,
     )
+    if config.compile_loops:
+        typer.echo("compile_loops: the first batches compile the GRU loops (tens of seconds)", err=True)
     handler = progress_handler()
     try:
         with watch("flow"), interrupts_quietly(), without_heartbeats() if server is not None else nullcontext():

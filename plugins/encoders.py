@@ -16,7 +16,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnlab.plugins.encoder import Encoder, EncoderOutput
 from attnlab.plugins.options import require_positive_int, require_probability
-from attnlab.plugins.recurrence import GRUScan
+from attnlab.plugins.recurrence import GRUScan, gru_states
 
 
 class _RecurrentEncoder(Encoder):
@@ -52,9 +52,7 @@ class _RecurrentEncoder(Encoder):
 
     def forward(self, src: Tensor, src_mask: Tensor) -> EncoderOutput:
         no_padding = bool(src_mask.all())
-        # The scan pays off through its backward pass; without gradients nn.GRU is faster.
-        fused = self.rnn_class is nn.GRU and not self.bidirectional and self.rnn.num_layers == 1
-        if fused and no_padding and torch.is_grad_enabled():
+        if no_padding and self.rnn_class is nn.GRU and not self.bidirectional and self.rnn.num_layers == 1:
             return self._scan(src)
         embedded = self.embedding(src)
         if no_padding:  # packing would give the same, only slower
@@ -79,7 +77,8 @@ class _RecurrentEncoder(Encoder):
         rnn = self.rnn
         table = F.linear(self.embedding.weight, rnn.weight_ih_l0, rnn.bias_ih_l0)
         h0 = table.new_zeros(src.shape[0], rnn.hidden_size)
-        states = GRUScan.apply(src.t(), table, h0, rnn.weight_hh_l0, rnn.bias_hh_l0)  # [Ls, B, H]
+        scan = GRUScan.apply if torch.is_grad_enabled() else gru_states
+        states = scan(src.t(), table, h0, rnn.weight_hh_l0, rnn.bias_hh_l0)  # [Ls, B, H]
         return EncoderOutput(states.transpose(0, 1).contiguous(), states[-1])
 
 

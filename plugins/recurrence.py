@@ -107,6 +107,16 @@ def _gru_forward(tokens: Tensor, table: Tensor, h0: Tensor, w_hh: Tensor, b_hh: 
     return torch.stack(states), torch.stack(rzs), torch.stack(ns), torch.stack(ghns)
 
 
+def gru_states(tokens: Tensor, table: Tensor, h0: Tensor, w_hh: Tensor, b_hh: Tensor) -> Tensor:
+    """The GRU's forward pass alone, for inference (nothing kept for a backward pass):
+    tokens long [T, B], table [V, 3H], h0 [B, H] -> states [T, B, H]."""
+    states, h = [], h0
+    for t in range(tokens.shape[0]):
+        h = _cell(_gates(table, tokens, t), torch.addmm(b_hh, h, w_hh.t()), h)[0]
+        states.append(h)
+    return torch.stack(states)
+
+
 def _gru_backward(d_out, states, rzs, ns, ghns, w_hh, need_h0: bool):
     """d_out [T, B, H] -> (d gi [T, B, 3H], d gh's candidate part [T, B, H] (see
     :func:`_hidden_grads`), d b_hh [3H], d h0 [B, H] or None)."""

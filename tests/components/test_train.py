@@ -54,6 +54,17 @@ def test_same_seed_same_run_on_cpu():
         assert torch.equal(a, b)
 
 
+@pytest.mark.slow
+def test_compiled_loops_train_like_the_eager_ones():
+    config = ExperimentConfig(device="cpu", target_exact_match=None, **{**TINY, "epochs": 2})
+    eager = run_experiment(config)
+    compiled = run_experiment(config.model_copy(update={"compile_loops": True}))
+    for a, b in zip(eager.training.history, compiled.training.history):
+        assert a["train_loss"] == pytest.approx(b["train_loss"], rel=1e-4)
+    for a, b in zip(eager.model.state_dict().values(), compiled.model.state_dict().values()):
+        torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-3)
+
+
 @pytest.mark.parametrize("lr_schedule", ["constant", "cosine"])
 def test_resume_from_checkpoint_continues_where_it_stopped(tmp_path, lr_schedule):
     config = ExperimentConfig(device="cpu", target_exact_match=None, lr_schedule=lr_schedule, **{**TINY, "epochs": 3})
