@@ -77,6 +77,13 @@ def validation_metrics(model: Seq2Seq, data: EncodedExamples, max_length: int | 
     return {"val_loss": loss, "val_exact_match": exact_match(texts, targets)}
 
 
+def _validate(model: Seq2Seq, data: EncodedExamples, max_length: int | None, config: ExperimentConfig) -> dict[str, float]:
+    """validation_metrics, its decoding compiled too under ``config.compile_loops`` (its batch
+    shapes repeat every epoch)."""
+    with compiled(config.compile_loops):
+        return validation_metrics(model, data, max_length)
+
+
 def _schedule(optimizer: torch.optim.Optimizer, config: ExperimentConfig, examples: int) -> torch.optim.lr_scheduler.LRScheduler:
     """The per-batch learning-rate schedule of ``config.lr_schedule``."""
     if config.lr_schedule == "cosine":
@@ -163,7 +170,7 @@ def train(
         metrics = {
             "epoch": epoch,
             "train_loss": loss_sum / seen,
-            **validation_metrics(model, validation_data, max_length),
+            **_validate(model, validation_data, max_length, config),
             "seconds": time.perf_counter() - started,
             "train_seconds": train_seconds,
             "samples_per_second": seen / train_seconds,

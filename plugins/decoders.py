@@ -15,7 +15,7 @@ from attnlab.plugins.decoder import AttentionFactory, Decoder, DecoderOutput, St
 from attnlab.plugins.encoder import EncoderOutput
 from attnlab.plugins.encoders import check_transformer_options, sinusoidal_positions
 from attnlab.plugins.options import require_probability
-from attnlab.plugins.recurrence import AttentiveGRUScan
+from attnlab.plugins.recurrence import AttentiveGRUScan, attentive_step
 
 CELLS = {"gru": nn.GRUCell, "lstm": nn.LSTMCell}
 
@@ -103,7 +103,21 @@ class RNNDecoder(Decoder):
         # and look the rows up, instead of a [tokens, E] x [E, G] matmul.
         return F.embedding(tokens, self._gate_table())
 
+    def _fused_scale(self) -> float | None:
+        """The dot-product scale when the GRU steps can run fused (see plugins.recurrence)."""
+        if self.is_lstm or (self.training and self.dropout.p > 0):
+            return None
+        return self.attention.dot_scale()
+
     def step(self, tokens, state, memory, src_mask):
+        scale = self._fused_scale()
+        if scale is not None and not torch.is_grad_enabled():
+            h, context, weights = attentive_step(
+                tokens, self._gate_table(), state[0], memory.outputs, None if bool(src_mask.all()) else src_mask,
+                self._context_weight(), self.cell.weight_hh, self.cell.bias_hh, scale,
+            )  # fmt: skip
+            logits = self.out(torch.cat([h, context], dim=-1))
+            return logits, (h,), AttentionOutput(context.unsqueeze(1), weights.unsqueeze(1))
         attn = self._attend(state, memory, src_mask, need_weights=True)
         context = attn.context[:, 0]
         state = self._cell(self._input_gates(tokens), context, state, self._context_weight())
@@ -111,8 +125,8 @@ class RNNDecoder(Decoder):
         return logits, state, attn
 
     def forward(self, tgt_in, memory, src_mask, need_weights=True) -> DecoderOutput:
-        scale = self.attention.dot_scale()
-        if scale is not None and not self.is_lstm and not (self.training and self.dropout.p > 0):
+        scale = self._fused_scale()
+        if scale is not None:
             return self._fused_forward(tgt_in, memory, src_mask, scale, need_weights)
         # step() for all positions, with the embedding and output layers run once for all steps.
         input_gates = self._input_gates(tgt_in)  # [B, Lt, G]

@@ -176,6 +176,32 @@ class GRUScan(torch.autograd.Function):
         return None, _table_grad(d_gi, tokens, table), d_h0, d_w_hh, d_b_hh
 
 
+def _attentive_step(gx: Tensor, h: Tensor, memory: Tensor, mask: Tensor | None, w_context: Tensor, w_hh: Tensor, b_hh: Tensor, scale: float):
+    """One step of :class:`AttentiveGRUScan`: gx [B, 3H] the token's input gates, h [B, H] the
+    previous state -> (new state [B, H], context [B, D], weights [B, L], rz [B, 2H], n [B, H],
+    ghn [B, H])."""
+    scores = _dot_each(memory, h) * scale
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    a = torch.softmax(scores, -1)
+    c = torch.bmm(a.unsqueeze(1), memory).squeeze(1)
+    gh = _affine(b_hh, h, w_hh.t())
+    h, rz, n = _cell(_affine(gx, c, w_context.t()), gh, h)
+    return h, c, a, rz, n, gh[:, 2 * h.shape[1] :]
+
+
+def _decoding_step(tokens, table, h, memory, mask, w_context, w_hh, b_hh, scale: float):
+    h, c, a, *_ = _attentive_step(table[tokens], h, memory, mask, w_context, w_hh, b_hh, scale)
+    return h, c, a
+
+
+def attentive_step(tokens, table, h, memory, mask, w_context, w_hh, b_hh, scale: float) -> tuple[Tensor, Tensor, Tensor]:
+    """One decoding step of :class:`AttentiveGRUScan`'s recurrence, without autograd bookkeeping
+    (compiled inside ``compiled()``): tokens long [B], table [V, 3H], h [B, H] -> (new state
+    [B, H], context [B, D], weights [B, L])."""
+    return _loop(_decoding_step)(tokens, table, h, memory, mask, w_context, w_hh, b_hh, scale)
+
+
 def _attentive_forward(tokens, table, h0, memory, mask, w_context, w_hh, b_hh, scale: float):
     """The decoder's loop; see :class:`AttentiveGRUScan`. Returns features [T, B, H + D]
     (states and contexts side by side), states [T + 1, B, H] (h0 first), contexts [T, B, D],
@@ -183,19 +209,13 @@ def _attentive_forward(tokens, table, h0, memory, mask, w_context, w_hh, b_hh, s
     states, contexts, weights, rzs, ns, ghns = [h0], [], [], [], [], []
     h = h0
     for t in range(tokens.shape[0]):
-        scores = _dot_each(memory, h) * scale
-        if mask is not None:
-            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-        a = torch.softmax(scores, -1)
-        c = torch.bmm(a.unsqueeze(1), memory).squeeze(1)
-        gh = _affine(b_hh, h, w_hh.t())
-        h, rz, n = _cell(_affine(_gates(table, tokens, t), c, w_context.t()), gh, h)
+        h, c, a, rz, n, ghn = _attentive_step(_gates(table, tokens, t), h, memory, mask, w_context, w_hh, b_hh, scale)
         states.append(h)
         contexts.append(c)
         weights.append(a)
         rzs.append(rz)
         ns.append(n)
-        ghns.append(gh[:, 2 * h.shape[1] :])
+        ghns.append(ghn)
     states, contexts = torch.stack(states), torch.stack(contexts)
     features = torch.cat([states[1:], contexts], dim=-1)
     return features, states, contexts, torch.stack(weights), torch.stack(rzs), torch.stack(ns), torch.stack(ghns)

@@ -79,6 +79,28 @@ def test_fused_decoder_equals_the_step_by_step_one(scorer, padded, monkeypatch):
         torch.testing.assert_close(got, want)
 
 
+@pytest.mark.parametrize("padded", [False, True])
+def test_fused_decoding_step_equals_the_generic_one(padded, monkeypatch):
+    torch.manual_seed(0)
+    dec = make_decoder("scaled_dot").eval()
+    lengths = torch.tensor([5, 3] if padded else [5, 5])
+    mask = torch.arange(5)[None, :] < lengths[:, None]
+    memory = EncoderOutput(torch.randn(2, 5, HIDDEN, dtype=torch.double) * mask[..., None], torch.randn(2, HIDDEN, dtype=torch.double))
+    tokens = torch.randint(3, VOCAB, (2,))
+
+    def step():
+        with torch.no_grad():
+            logits, state, attn = dec.step(tokens, dec.start(memory, mask), memory, mask)
+        return logits, state[0], attn.context, attn.weights
+
+    fused = step()
+    monkeypatch.setattr(type(dec.attention), "dot_scale", lambda self: None)
+    for got, want in zip(fused, step()):
+        torch.testing.assert_close(got, want)
+    if padded:
+        assert torch.all(fused[3][1, :, 3:] == 0)
+
+
 def test_only_plain_dot_product_scorers_take_the_fused_path():
     class Cosine(ScaledDotAttention):
         def score(self, query, keys):
@@ -106,8 +128,14 @@ def test_compiled_loops_equal_the_eager_ones():
         F.cross_entropy(out.logits.transpose(1, 2), tgt_in).backward()
         return out.logits, out.weights, grads(params)
 
-    eager = run()
+    def decode_step():
+        with torch.no_grad():
+            memory = encoder(src, mask)
+            logits, state, attn = dec.step(tgt_in[:, 0], dec.start(memory, mask), memory, mask)
+        return [logits, state[0], attn.weights]
+
+    eager, eager_step = run(), decode_step()
     with recurrence.compiled():
-        compiled = run()
-    for got, want in zip([compiled[0], compiled[1], *compiled[2]], [eager[0], eager[1], *eager[2]]):
+        compiled, compiled_step = run(), decode_step()
+    for got, want in zip([compiled[0], compiled[1], *compiled[2], *compiled_step], [eager[0], eager[1], *eager[2], *eager_step]):
         torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
