@@ -2,12 +2,13 @@
 
 1. Throughput (samples/s) at the seed's model size (embedding 64, GRU hidden 128, scaled-dot
    attention): the reference at its batch size 32, attnlab at several batch sizes, eagerly and
-   with ``compile_loops`` (the first epoch, which compiles, is not timed).
+   with ``compile_loops``. Every setup's first epoch (which compiles) is untimed; then the setups
+   take turns, one epoch each per round.
 2. Time to >= 99.9% exact match on unseen dates: the reference with the tutorial's settings,
    attnlab with its defaults. Only optimisation time counts; after every epoch both are scored
    (untimed) on the same 1,000 held-out real dates that neither saw in training.
 
-Run: python benchmarks/bench_training.py [--repeats 3]
+Run: python benchmarks/bench_training.py [--repeats 5]
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import argparse
 import random
 import statistics
 import time
+from typing import Callable
 
 import torch
 
@@ -31,23 +33,22 @@ from attnlab.train import train, train_step
 TARGET = 0.999
 
 
-def reference_throughput(epochs: int) -> float:
-    """Median samples/s over ``epochs`` epochs of the tutorial's loop (batch 32, 3000 dates),
-    after one untimed epoch as attnlab gets."""
+def reference_epochs() -> Callable[[], float]:
+    """A function that trains one epoch of the tutorial's loop (batch 32, 3000 dates) and
+    returns its samples/s."""
     model, optimizer, criterion = ref.make_reference(seed=0)
     loader = ref.make_loader(3000, seed=0)
-    ref.train_epoch(model, loader, optimizer, criterion)
-    rates = []
-    for _ in range(epochs):
+
+    def epoch() -> float:
         started = time.perf_counter()
         _, seen = ref.train_epoch(model, loader, optimizer, criterion)
-        rates.append(seen / (time.perf_counter() - started))
-    return statistics.median(rates)
+        return seen / (time.perf_counter() - started)
+
+    return epoch
 
 
-def attnlab_throughput(batch_size: int, epochs: int, compile_loops: bool = False) -> tuple[float, float]:
-    """(median samples/s of attnlab's optimisation steps at the seed's model size, seconds of
-    the untimed first epoch, which includes compiling when ``compile_loops``)."""
+def attnlab_epochs(batch_size: int, compile_loops: bool = False) -> Callable[[], float]:
+    """The same for attnlab's optimisation steps at the seed's model size."""
     config = ExperimentConfig(
         batch_size=batch_size, train_size=3000, embedding_dim=64, hidden_size=128, compile_loops=compile_loops
     )
@@ -56,13 +57,30 @@ def attnlab_throughput(batch_size: int, epochs: int, compile_loops: bool = False
     data = encode_examples(splits.train, model.src_vocab, model.tgt_vocab)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
     model.train()
-    seconds = []
-    for _ in range(epochs + 1):
+
+    def epoch() -> float:
         started = time.perf_counter()
         for start in range(0, len(data), batch_size):
             train_step(model, data.rows(slice(start, start + batch_size)), optimizer, config)
-        seconds.append(time.perf_counter() - started)
-    return statistics.median(len(data) / s for s in seconds[1:]), seconds[0]
+        return len(data) / (time.perf_counter() - started)
+
+    return epoch
+
+
+def throughputs(setups: dict[str, Callable[[], float]], repeats: int) -> tuple[dict[str, float], dict[str, float]]:
+    """(median samples/s of each setup, seconds of its untimed first epoch). The timed epochs
+    take turns (one of each setup per round), so all setups see the same machine: its speed
+    drifts by tens of percent over a minute."""
+    first = {}
+    for name, epoch in setups.items():
+        started = time.perf_counter()
+        epoch()
+        first[name] = time.perf_counter() - started
+    rates: dict[str, list[float]] = {name: [] for name in setups}
+    for _ in range(repeats):
+        for name, epoch in setups.items():
+            rates[name].append(epoch())
+    return {name: statistics.median(values) for name, values in rates.items()}, first
 
 
 def unseen_test_dates(exclude: set[str], n: int = 1000) -> list[Example]:
@@ -125,19 +143,21 @@ def attnlab_time_to_target(max_epochs: int) -> tuple[float | None, int, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3, help="timed epochs (throughput) / runs (time to target)")
+    parser.add_argument("--repeats", type=int, default=5, help="timed rounds (throughput) / runs (time to target)")
     parser.add_argument("--max-epochs", type=int, default=20)
     args = parser.parse_args()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads\n")
 
     print("Training throughput at the seed's model size (median samples/s)")
-    base = reference_throughput(args.repeats)
-    print(f"  reference (tutorial loop, batch 32)   {base:8.0f}")
+    setups = {"reference (tutorial loop, batch 32)": reference_epochs()}
     for batch, compile_loops in ((32, False), (128, False), (512, False), (1000, False), (1000, True)):
-        rate, first = attnlab_throughput(batch, args.repeats, compile_loops)
-        label = f"attnlab batch {batch:<4} {'compile_loops' if compile_loops else 'eager':<13}"
-        note = f"   (first epoch {first:.1f} s, compiling)" if compile_loops else ""
-        print(f"  {label}        {rate:8.0f}   {rate / base:4.1f}x{note}")
+        setups[f"attnlab batch {batch:<4} {'compile_loops' if compile_loops else 'eager'}"] = attnlab_epochs(batch, compile_loops)
+    rates, first = throughputs(setups, args.repeats)
+    base = rates.pop("reference (tutorial loop, batch 32)")
+    print(f"  {'reference (tutorial loop, batch 32)':<36} {base:8.0f}")
+    for name, rate in rates.items():
+        note = f"   (first epoch, untimed: {first[name]:.1f} s, compiling)" if "compile" in name else ""
+        print(f"  {name:<36} {rate:8.0f}   {rate / base:4.1f}x{note}")
 
     print(f"\nTime to >= {TARGET:.1%} exact match on 1,000 unseen dates (median train seconds)")
     for name, measure in (("reference (tutorial settings)", reference_time_to_target), ("attnlab defaults", attnlab_time_to_target)):

@@ -24,9 +24,9 @@ def retain_freed_memory() -> bool:
 
     A training step allocates and frees tens of MB of activations. With glibc's defaults the
     large blocks are mapped afresh every time and each new page faults on first touch (batch
-    1,000 of the date task: 1,555 page faults per step; 71 with this setting, and the step ~5%
-    faster). The process keeps up to 256 MB of freed memory. Returns False (and changes
-    nothing) where the C library is not glibc.
+    1,000 of the date task: 1,555 page faults per step; under 200 with this setting, and the
+    step ~5% faster). The process keeps up to 256 MB of freed memory. Returns False (and
+    changes nothing) where the C library is not glibc.
     """
     try:
         mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
