@@ -43,14 +43,6 @@ def _loop(fn):
     return _compiled[fn.__name__]
 
 
-def _affine(bias: Tensor, x: Tensor, weight: Tensor) -> Tensor:
-    """bias + x @ weight. Eagerly one addmm; compiled, a plain matmul whose bias addition fuses
-    into the elementwise kernel that follows (addmm first copies the bias into its output)."""
-    if torch.compiler.is_compiling():
-        return x @ weight + bias
-    return torch.addmm(bias, x, weight)
-
-
 def _gates(table: Tensor, tokens: Tensor, t: int) -> Tensor:
     """The input gates of step t, [B, G]: rows of the per-token gate table [V, G]."""
     return table[tokens[t]]
@@ -93,12 +85,12 @@ def _cell_backward(dh: Tensor, h: Tensor, rz: Tensor, n: Tensor, ghn: Tensor) ->
 
 
 def _gru_forward(tokens: Tensor, table: Tensor, h0: Tensor, w_hh: Tensor, b_hh: Tensor):
-    """tokens long [T, B], table [V, 3H], h0 [B, H] -> states [T + 1, B, H] (h0 first), rz [T, B, 2H], n and ghn
-    [T, B, H]."""
+    """tokens long [T, B], table [V, 3H], h0 [B, H] -> states [T + 1, B, H] (h0 first),
+    rz [T, B, 2H], n and ghn [T, B, H]."""
     states, rzs, ns, ghns = [h0], [], [], []
     h = h0
     for t in range(tokens.shape[0]):
-        gh = _affine(b_hh, h, w_hh.t())
+        gh = torch.addmm(b_hh, h, w_hh.t())
         h, rz, n = _cell(_gates(table, tokens, t), gh, h)
         states.append(h)
         rzs.append(rz)
@@ -119,13 +111,13 @@ def gru_states(tokens: Tensor, table: Tensor, h0: Tensor, w_hh: Tensor, b_hh: Te
 
 def _gru_backward(d_out, states, rzs, ns, ghns, w_hh, need_h0: bool):
     """d_out [T, B, H] -> (d gi [T, B, 3H], d gh's candidate part [T, B, H] (see
-    :func:`_hidden_grads`), d b_hh [3H], d h0 [B, H] or None)."""
+    :func:`_hidden_weight_grad`), d b_hh [3H], d h0 [B, H] or None)."""
     dh = torch.zeros_like(states[0])
     d_gx, d_ghn = [], []
     for t in range(d_out.shape[0] - 1, -1, -1):
         gx, gh, dh = _cell_backward(dh + d_out[t], states[t], rzs[t], ns[t], ghns[t])
         if t > 0 or need_h0:
-            dh = _affine(dh, gh, w_hh)
+            dh = torch.addmm(dh, gh, w_hh)
         d_gx.append(gx)
         d_ghn.append(gh[:, 2 * dh.shape[1] :])
     d_gx, d_ghn = torch.stack(d_gx[::-1]), torch.stack(d_ghn[::-1])
@@ -176,7 +168,16 @@ class GRUScan(torch.autograd.Function):
         return None, _table_grad(d_gi, tokens, table), d_h0, d_w_hh, d_b_hh
 
 
-def _attentive_step(gx: Tensor, h: Tensor, memory: Tensor, mask: Tensor | None, w_context: Tensor, w_hh: Tensor, b_hh: Tensor, scale: float):
+def _attentive_step(
+    gx: Tensor,
+    h: Tensor,
+    memory: Tensor,
+    mask: Tensor | None,
+    w_context: Tensor,
+    w_hh: Tensor,
+    b_hh: Tensor,
+    scale: float,
+):
     """One step of :class:`AttentiveGRUScan`: gx [B, 3H] the token's input gates, h [B, H] the
     previous state -> (new state [B, H], context [B, D], weights [B, L], rz [B, 2H], n [B, H],
     ghn [B, H])."""
@@ -185,8 +186,8 @@ def _attentive_step(gx: Tensor, h: Tensor, memory: Tensor, mask: Tensor | None, 
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
     a = torch.softmax(scores, -1)
     c = torch.bmm(a.unsqueeze(1), memory).squeeze(1)
-    gh = _affine(b_hh, h, w_hh.t())
-    h, rz, n = _cell(_affine(gx, c, w_context.t()), gh, h)
+    gh = torch.addmm(b_hh, h, w_hh.t())
+    h, rz, n = _cell(torch.addmm(gx, c, w_context.t()), gh, h)
     return h, c, a, rz, n, gh[:, 2 * h.shape[1] :]
 
 
@@ -195,7 +196,9 @@ def _decoding_step(tokens, table, h, memory, mask, w_context, w_hh, b_hh, scale:
     return h, c, a
 
 
-def attentive_step(tokens, table, h, memory, mask, w_context, w_hh, b_hh, scale: float) -> tuple[Tensor, Tensor, Tensor]:
+def attentive_step(
+    tokens, table, h, memory, mask, w_context, w_hh, b_hh, scale: float
+) -> tuple[Tensor, Tensor, Tensor]:
     """One decoding step of :class:`AttentiveGRUScan`'s recurrence, without autograd bookkeeping
     (compiled inside ``compiled()``): tokens long [B], table [V, 3H], h [B, H] -> (new state
     [B, H], context [B, D], weights [B, L])."""
@@ -221,20 +224,22 @@ def _attentive_forward(tokens, table, h0, memory, mask, w_context, w_hh, b_hh, s
     return features, states, contexts, torch.stack(weights), torch.stack(rzs), torch.stack(ns), torch.stack(ghns)
 
 
-def _attentive_backward(d_states, d_contexts, d_weights, states, weights, rzs, ns, ghns, memory, w_context, w_hh, scale: float):
+def _attentive_backward(
+    d_states, d_contexts, d_weights, states, weights, rzs, ns, ghns, memory, w_context, w_hh, scale: float
+):
     """d states [T, B, H], d contexts [T, B, D], d weights [T, B, L] or None -> (d gi [T, B, 3H],
     d ghn [T, B, H], d b_hh [3H], d memory [B, L, D], d h0 [B, H])."""
     dh = torch.zeros_like(states[0])
     d_gx, d_ghn, d_scores, d_ctx = [], [], [], []
     for t in range(d_states.shape[0] - 1, -1, -1):
         gx, gh, dh = _cell_backward(dh + d_states[t], states[t], rzs[t], ns[t], ghns[t])
-        dc = _affine(d_contexts[t], gx, w_context)
+        dc = torch.addmm(d_contexts[t], gx, w_context)
         a = weights[t]
         da = _dot_each(memory, dc)
         if d_weights is not None:
             da = da + d_weights[t]
         ds = a * (da - (a * da).sum(-1, keepdim=True)) * scale  # d scores / scale
-        dh = _affine(dh, gh, w_hh) + torch.bmm(ds.unsqueeze(1), memory).squeeze(1)
+        dh = torch.addmm(dh, gh, w_hh) + torch.bmm(ds.unsqueeze(1), memory).squeeze(1)
         d_gx.append(gx)
         d_ghn.append(gh[:, 2 * dh.shape[1] :])
         d_scores.append(ds)
