@@ -15,28 +15,29 @@ seconds, needs a C++ compiler), later ones run faster.
 from __future__ import annotations
 
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 import torch
 from torch import Tensor
 
 _compiled: dict[str, object] = {}
-_use_compiled = False
+# Per thread (and task), so runs training side by side in threads each keep their own choice.
+_use_compiled: ContextVar[bool] = ContextVar("attnlab_compiled_loops", default=False)
 
 
 @contextmanager
 def compiled(enabled: bool = True):
     """Run the loops through ``torch.compile`` inside this block (eagerly when not ``enabled``)."""
-    global _use_compiled
-    previous, _use_compiled = _use_compiled, enabled
+    token = _use_compiled.set(enabled)
     try:
         yield
     finally:
-        _use_compiled = previous
+        _use_compiled.reset(token)
 
 
 def _loop(fn):
     """``fn``, or its compiled version inside ``compiled()``."""
-    if not _use_compiled:
+    if not _use_compiled.get():
         return fn
     if fn.__name__ not in _compiled:
         _compiled[fn.__name__] = torch.compile(fn, fullgraph=True, dynamic=False)

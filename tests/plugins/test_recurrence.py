@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -112,6 +114,23 @@ def test_only_plain_dot_product_scorers_take_the_fused_path():
     assert ScaledDotAttention(16, 16).dot_scale() == 0.25
     assert Cosine(8, 8).dot_scale() is None
     assert AdditiveAttention(8, 8).dot_scale() is None
+
+
+def test_compiled_is_a_per_thread_choice():
+    def loop(x):
+        return x
+
+    def eager() -> bool:
+        return recurrence._loop(loop) is loop
+
+    seen = []
+    with recurrence.compiled():
+        thread = threading.Thread(target=lambda: seen.append(eager()))
+        thread.start()
+        thread.join()
+        seen.append(eager())
+    assert seen == [True, False]  # another thread stays eager while this one compiles
+    assert eager()  # and this one is eager again after the block
 
 
 @pytest.mark.slow
