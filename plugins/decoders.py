@@ -15,7 +15,7 @@ from attnlab.plugins.decoder import AttentionFactory, Decoder, DecoderOutput, St
 from attnlab.plugins.encoder import EncoderOutput
 from attnlab.plugins.encoders import check_transformer_options, sinusoidal_positions
 from attnlab.plugins.options import require_probability
-from attnlab.plugins.recurrence import AttentiveGRUScan, attentive_step
+from attnlab.plugins.recurrence import AttentiveGRUScan, attentive_step, gru_cell
 
 CELLS = {"gru": nn.GRUCell, "lstm": nn.LSTMCell}
 
@@ -83,12 +83,7 @@ class RNNDecoder(Decoder):
             i, f, g, o = (gates_in + gates_h).chunk(4, dim=1)
             c = torch.sigmoid(f) * state[1] + torch.sigmoid(i) * torch.tanh(g)
             return (torch.sigmoid(o) * torch.tanh(c), c)
-        in_r, in_z, in_n = gates_in.chunk(3, dim=1)
-        h_r, h_z, h_n = gates_h.chunk(3, dim=1)
-        reset = torch.sigmoid(in_r + h_r)
-        update = torch.sigmoid(in_z + h_z)
-        candidate = torch.tanh(in_n + reset * h_n)
-        return (candidate + update * (state[0] - candidate),)
+        return (gru_cell(gates_in, gates_h, state[0])[0],)
 
     def _gate_table(self) -> Tensor:
         """The embedding's share of the cell's input gates for every token, [V, G]."""

@@ -20,6 +20,8 @@ from contextvars import ContextVar
 import torch
 from torch import Tensor
 
+from attnlab.plugins.attention import masked_softmax
+
 _compiled: dict[str, object] = {}
 # Per thread (and task), so runs training side by side in threads each keep their own choice.
 _use_compiled: ContextVar[bool] = ContextVar("attnlab_compiled_loops", default=False)
@@ -61,7 +63,7 @@ def _dot_each(memory: Tensor, x: Tensor) -> Tensor:
     return (memory * x.unsqueeze(1)).sum(-1)
 
 
-def _cell(gx: Tensor, gh: Tensor, h: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+def gru_cell(gx: Tensor, gh: Tensor, h: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """One GRU step from its gate pre-activations.
 
     gx [B, 3H] = W_i x + b_i, gh [B, 3H] = W_h h + b_h, h [B, H] ->
@@ -92,7 +94,7 @@ def _gru_forward(tokens: Tensor, table: Tensor, h0: Tensor, w_hh: Tensor, b_hh: 
     h = h0
     for t in range(tokens.shape[0]):
         gh = torch.addmm(b_hh, h, w_hh.t())
-        h, rz, n = _cell(_gates(table, tokens, t), gh, h)
+        h, rz, n = gru_cell(_gates(table, tokens, t), gh, h)
         states.append(h)
         rzs.append(rz)
         ns.append(n)
@@ -105,7 +107,7 @@ def gru_states(tokens: Tensor, table: Tensor, h0: Tensor, w_hh: Tensor, b_hh: Te
     tokens long [T, B], table [V, 3H], h0 [B, H] -> states [T, B, H]."""
     states, h = [], h0
     for t in range(tokens.shape[0]):
-        h = _cell(_gates(table, tokens, t), torch.addmm(b_hh, h, w_hh.t()), h)[0]
+        h = gru_cell(_gates(table, tokens, t), torch.addmm(b_hh, h, w_hh.t()), h)[0]
         states.append(h)
     return torch.stack(states)
 
@@ -182,13 +184,10 @@ def _attentive_step(
     """One step of :class:`AttentiveGRUScan`: gx [B, 3H] the token's input gates, h [B, H] the
     previous state -> (new state [B, H], context [B, D], weights [B, L], rz [B, 2H], n [B, H],
     ghn [B, H])."""
-    scores = _dot_each(memory, h) * scale
-    if mask is not None:
-        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-    a = torch.softmax(scores, -1)
+    a = masked_softmax(_dot_each(memory, h) * scale, mask)
     c = torch.bmm(a.unsqueeze(1), memory).squeeze(1)
     gh = torch.addmm(b_hh, h, w_hh.t())
-    h, rz, n = _cell(torch.addmm(gx, c, w_context.t()), gh, h)
+    h, rz, n = gru_cell(torch.addmm(gx, c, w_context.t()), gh, h)
     return h, c, a, rz, n, gh[:, 2 * h.shape[1] :]
 
 
