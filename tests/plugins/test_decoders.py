@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from attnlab.plugins import EncoderOutput, create_plugin, list_plugins, load_plugin
 
@@ -62,3 +63,29 @@ def test_lstm_cell_option_and_bad_cell():
     assert len(dec.start(memory, mask)) == 2
     with pytest.raises(ValueError, match="unknown cell 'rnn'; allowed: gru, lstm"):
         make_decoder("rnn", "dot", cell="rnn")
+
+
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_hand_written_cell_step_equals_torch_cell(cell):
+    """rnn's own step arithmetic gives nn.GRUCell's / nn.LSTMCell's outputs and gradients."""
+    dec = make_decoder("rnn", "additive", cell=cell).double()
+    x = torch.randn(3, EMB, dtype=torch.double, requires_grad=True)
+    context = torch.randn(3, MEMORY, dtype=torch.double, requires_grad=True)
+    state = tuple(torch.randn(3, HIDDEN, dtype=torch.double, requires_grad=True) for _ in range(2 if cell == "lstm" else 1))
+    leaves = [x, context, *state, *dec.cell.parameters()]
+
+    def run(step):
+        for leaf in leaves:
+            leaf.grad = None
+        out = step()
+        sum((o * torch.linspace(-1, 2, o.numel(), dtype=o.dtype).view_as(o)).sum() for o in out).backward()
+        return [o.detach() for o in out], [leaf.grad.clone() for leaf in leaves]
+
+    input_gates = lambda: F.linear(x, dec.cell.weight_ih[:, :EMB], dec.cell.bias_ih)  # noqa: E731
+    ours = run(lambda: dec._cell(input_gates(), context, state, dec._context_weight()))
+    if cell == "lstm":
+        reference = run(lambda: dec.cell(torch.cat([x, context], -1), state))
+    else:
+        reference = run(lambda: (dec.cell(torch.cat([x, context], -1), state[0]),))
+    for got, want in zip([*ours[0], *ours[1]], [*reference[0], *reference[1]]):
+        torch.testing.assert_close(got, want)
