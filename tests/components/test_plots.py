@@ -55,3 +55,16 @@ def test_shape_mismatch_raises() -> None:
         attention_heatmap(np.zeros((3, 4)), SOURCE, OUTPUT)
     with pytest.raises(ValueError, match=r"\(2, 3, 4\)"):
         head_heatmaps(np.zeros((2, 3, 4)), SOURCE, OUTPUT)
+
+
+def test_rows_are_output_characters_and_columns_source_characters() -> None:
+    source, output = list("abcde"), list("XYZ")
+    weights = _weights(len(output), len(source))  # [Lt, Ls], no two entries alike
+    single = attention_heatmap(weights, source, output).axes[0]
+    heads = head_heatmaps(np.stack([weights, weights[:, ::-1]]), source, output).axes[:2]
+    for ax, matrix in ((single, weights), (heads[0], weights), (heads[1], weights[:, ::-1])):
+        assert [t.get_text() for t in ax.get_xticklabels()] == source
+        assert [t.get_text() for t in ax.get_yticklabels()] == output
+        np.testing.assert_array_equal(ax.get_images()[0].get_array(), matrix)
+        # row 0 at the top: the first output character's weights are drawn first, top down
+        assert ax.get_ylim()[0] > ax.get_ylim()[1]
