@@ -100,4 +100,6 @@ def test_beam_search_is_at_least_as_likely_as_greedy(trained):
         width = max(beam4.shape[1], greedy.shape[1])
         pad = lambda t: torch.nn.functional.pad(t, (0, width - t.shape[1]))  # noqa: E731
         assert torch.all(log_prob(pad(beam4)) >= log_prob(pad(greedy)) - 1e-4)
-    assert evaluate(model, examples, beam_size=4).metrics["exact_match"] >= 0.0
+    beam_texts = [model.tgt_vocab.decode(row) for row in beam4.tolist()]
+    expected = sum(text == ex.target for text, ex in zip(beam_texts, examples)) / len(examples)
+    assert evaluate(model, examples, beam_size=4).metrics["exact_match"] == expected

@@ -30,7 +30,9 @@ def test_every_scorer_trains_with_every_decoder(scorer, decoder):
     config = ExperimentConfig(scorer=scorer, scorer_options=options, decoder=decoder, **TINY)
     result = run_experiment(config)
     assert torch.isfinite(torch.tensor(result.training.history[0]["train_loss"]))
-    assert 0.0 <= result.evaluation.metrics["exact_match"] <= 1.0
+    frame = result.evaluation.predictions
+    assert frame["target"].tolist() == [ex.target for ex in result.splits.test]
+    assert result.evaluation.metrics["exact_match"] == (frame["prediction"] == frame["target"]).mean()
 
 
 @pytest.mark.parametrize("encoder", list_plugins("encoders"))
