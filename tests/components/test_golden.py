@@ -1,0 +1,47 @@
+"""Golden numbers: the default model family (gru encoder, rnn decoder, scaled_dot scorer, date
+task) trained at a fixed seed on the CPU. A change to these numbers is a change to the arithmetic
+of the default run: re-measure them only when that change is intended, and say so."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attnlab.config import ExperimentConfig
+from attnlab.experiment import run_experiment
+
+CONFIG = ExperimentConfig(
+    hidden_size=16, embedding_dim=8, train_size=512, validation_size=32, test_size=64, batch_size=32,
+    epochs=5, learning_rate=0.02, target_exact_match=None, device="cpu",
+)  # fmt: skip
+
+# (train_loss, val_loss, val_exact_match) per epoch, measured with one thread
+HISTORY = [
+    (2.052090108394623, 1.4870375394821167, 0.0),
+    (1.1328475289046764, 0.8698980212211609, 0.0),
+    (0.7643520683050156, 0.687645435333252, 0.0),
+    (0.5969051346182823, 0.567473828792572, 0.0625),
+    (0.47689041681587696, 0.4389258921146393, 0.0625),
+]
+TEST_METRICS = {
+    "exact_match": 11 / 64,
+    "char_accuracy": 0.8309659090909091,
+    "alignment_accuracy": 0.314453125,
+    "attention_entropy": 2.1231331825256348,
+    "pad_attention_mass": 0.0,
+}
+
+
+@pytest.fixture
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_default_family_golden_numbers(one_thread):
+    result = run_experiment(CONFIG)
+    history = [(m["train_loss"], m["val_loss"], m["val_exact_match"]) for m in result.training.history]
+    assert history == [pytest.approx(epoch, rel=1e-5, abs=1e-12) for epoch in HISTORY]
+    assert result.evaluation.metrics == pytest.approx(TEST_METRICS, rel=1e-5, abs=1e-12)
