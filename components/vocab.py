@@ -8,7 +8,10 @@ from typing import Iterable, Sequence
 import torch
 from torch import Tensor
 
-PAD, SOS, EOS, UNK = 0, 1, 2, 3
+from attnlab.plugins.tokens import EOS_ID, PAD_ID, SOS_ID, UNK_ID
+
+# The ids are part of the plugin contract (attnlab.plugins.PAD_ID, ...); these are their names here.
+PAD, SOS, EOS, UNK = PAD_ID, SOS_ID, EOS_ID, UNK_ID
 SPECIALS = ("<pad>", "<sos>", "<eos>", "<unk>")
 
 

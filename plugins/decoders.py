@@ -16,6 +16,7 @@ from attnlab.plugins.encoder import EncoderOutput
 from attnlab.plugins.encoders import check_transformer_options, sinusoidal_positions
 from attnlab.plugins.options import require_probability
 from attnlab.plugins.recurrence import AttentiveGRUScan, attentive_step, gru_cell
+from attnlab.plugins.tokens import PAD_ID
 
 CELLS = {"gru": nn.GRUCell, "lstm": nn.LSTMCell}
 
@@ -49,7 +50,7 @@ class RNNDecoder(Decoder):
             raise ValueError(f"unknown cell {cell!r}; allowed: {', '.join(CELLS)}")
         require_probability(dropout=dropout)
         self.is_lstm = cell == "lstm"
-        self.embedding = nn.Embedding(vocab_size, embedding_dim, padding_idx=0)
+        self.embedding = nn.Embedding(vocab_size, embedding_dim, padding_idx=PAD_ID)
         self.attention = make_attention(hidden_size, memory_dim)
         context_dim = self.attention.output_dim
         self.bridge = nn.Linear(memory_dim, hidden_size)
@@ -225,7 +226,7 @@ class TransformerDecoder(Decoder):
             hidden_size, layers, heads, feedforward_dim, dropout, max_length
         )
         self.max_length = max_length
-        self.embedding = nn.Embedding(vocab_size, embedding_dim, padding_idx=0)
+        self.embedding = nn.Embedding(vocab_size, embedding_dim, padding_idx=PAD_ID)
         self.project = nn.Linear(embedding_dim, hidden_size)
         self.summary_proj = nn.Linear(memory_dim, hidden_size)
         self.register_buffer("positions", sinusoidal_positions(max_length, hidden_size), persistent=False)

@@ -17,6 +17,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from attnlab.plugins.encoder import Encoder, EncoderOutput
 from attnlab.plugins.options import require_positive_int, require_probability
 from attnlab.plugins.recurrence import GRUScan, gru_states
+from attnlab.plugins.tokens import PAD_ID
 
 
 class _RecurrentEncoder(Encoder):
@@ -37,7 +38,7 @@ class _RecurrentEncoder(Encoder):
         super().__init__(vocab_size, embedding_dim, hidden_size, **options)
         require_positive_int(layers=layers)
         require_probability(dropout=dropout)
-        self.embedding = nn.Embedding(vocab_size, embedding_dim, padding_idx=0)
+        self.embedding = nn.Embedding(vocab_size, embedding_dim, padding_idx=PAD_ID)
         self.rnn = self.rnn_class(
             embedding_dim,
             hidden_size,
@@ -149,7 +150,7 @@ class TransformerEncoder(Encoder):
             hidden_size, layers, heads, feedforward_dim, dropout, max_length
         )
         self.max_length = max_length
-        self.embedding = nn.Embedding(vocab_size, embedding_dim, padding_idx=0)
+        self.embedding = nn.Embedding(vocab_size, embedding_dim, padding_idx=PAD_ID)
         self.project = nn.Linear(embedding_dim, hidden_size)
         self.register_buffer(
             "positions", sinusoidal_positions(max_length, hidden_size), persistent=False
