@@ -17,6 +17,7 @@ from attnlab.plugins import (
     create_plugin,
     load_plugin,
 )
+from attnlab.plugins.probe import Subject, first_of_each, probe_decoder, probe_encoder, probe_scorer, probe_task
 from attnlab.vocab import Vocab
 
 
@@ -75,12 +76,13 @@ def build_task(config: ExperimentConfig, split: str = "train") -> Task:
 
 
 def build_model(
-    config: ExperimentConfig, task: Task, vocabs: tuple[Vocab, Vocab] | None = None
+    config: ExperimentConfig, task: Task, vocabs: tuple[Vocab, Vocab] | None = None, probe: bool = True
 ) -> Seq2Seq:
     """Instantiate the configured plugins into a Seq2Seq model, seeded by ``config.seed``.
 
     ``vocabs`` (source, target) default to the task's alphabets; a saved model passes the ones
-    it was trained with. Raises PluginError for unknown plugins or options they refuse.
+    it was trained with. Raises PluginError for unknown plugins, options they refuse, and (with
+    ``probe``, see :func:`probe_model`) plugins that break their contract.
     """
     src_vocab, tgt_vocab = vocabs or (
         Vocab.from_alphabet(task.source_alphabet),
@@ -97,11 +99,15 @@ def build_model(
         **config.encoder_options,
     )
 
+    scorers: list[Attention] = []
+
     def make_attention(query_dim: int, key_dim: int) -> Attention:
         try:
-            return scorer_cls(query_dim, key_dim, **config.scorer_options)
+            scorer = scorer_cls(query_dim, key_dim, **config.scorer_options)
         except (TypeError, ValueError) as exc:
             raise PluginError(f"scorer {config.scorer!r}: {exc}") from exc
+        scorers.append(scorer)
+        return scorer
 
     decoder = create_plugin(
         "decoders",
@@ -113,4 +119,24 @@ def build_model(
         make_attention,
         **config.decoder_options,
     )
-    return Seq2Seq(encoder, decoder, src_vocab, tgt_vocab)
+    model = Seq2Seq(encoder, decoder, src_vocab, tgt_vocab)
+    if probe:
+        probe_model(config, task, model, scorers)
+    return model
+
+
+def probe_model(config: ExperimentConfig, task: Task, model: Seq2Seq, scorers: list[Attention]) -> None:
+    """Run every plugin of ``model`` once on a tiny batch before anything trains on it: the task,
+    the encoder, each distinct scorer the decoder built, the decoder over the encoder's output
+    (``attnlab.plugins.probe``). A few milliseconds, without gradients, in eval mode, leaving the
+    weights, the modules' modes and the global random state as they were.
+
+    Raises PluginContractError (a PluginError) naming the plugin, its distribution, what was
+    expected and what came back.
+    """
+    with torch.no_grad():
+        probe_task(task, Subject("tasks", type(task), config.task))
+        memory, _, src_mask = probe_encoder(model.encoder, Subject("encoders", type(model.encoder), config.encoder))
+        for scorer in first_of_each(scorers):
+            probe_scorer(scorer, Subject("scorers", type(scorer), config.scorer))
+        probe_decoder(model.decoder, memory, src_mask, Subject("decoders", type(model.decoder), config.decoder))

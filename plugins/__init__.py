@@ -1,8 +1,17 @@
-"""attnlab's plugin contracts and registry: the public API third-party plugins build against."""
+"""attnlab's plugin contracts and registry: the public API third-party plugins build against.
 
-from attnlab.plugins.attention import Attention, AttentionOutput, masked_softmax
+Base classes (``Attention``, ``Encoder``, ``Decoder``, ``Task``) and what they hand back;
+the helpers a plugin needs (``masked_softmax``, ``dot_scores``, ``weighted_sum``, the option
+validators ``require_positive_int`` and ``require_probability``); the reserved token ids
+(``PAD_ID`` ...); the registry; and ``PluginContractError``, raised when a plugin breaks its
+contract (see ``attnlab.testing`` to check a plugin from its own tests).
+"""
+
+from attnlab.plugins.attention import Attention, AttentionOutput, dot_scores, masked_softmax, weighted_sum
 from attnlab.plugins.decoder import AttentionFactory, Decoder, DecoderOutput, State
 from attnlab.plugins.encoder import Encoder, EncoderOutput
+from attnlab.plugins.options import require_positive_int, require_probability
+from attnlab.plugins.probe import PluginContractError
 from attnlab.plugins.registry import (
     GROUPS,
     PluginError,
@@ -13,9 +22,14 @@ from attnlab.plugins.registry import (
     load_plugin,
 )
 from attnlab.plugins.task import Alignment, Example, Task
+from attnlab.plugins.tokens import EOS_ID, PAD_ID, SOS_ID, UNK_ID
 
 __all__ = [
+    "EOS_ID",
     "GROUPS",
+    "PAD_ID",
+    "SOS_ID",
+    "UNK_ID",
     "Alignment",
     "Attention",
     "AttentionFactory",
@@ -25,13 +39,18 @@ __all__ = [
     "Encoder",
     "EncoderOutput",
     "Example",
+    "PluginContractError",
     "PluginError",
     "PluginInfo",
     "State",
     "Task",
     "create_plugin",
     "describe_plugins",
+    "dot_scores",
     "list_plugins",
     "load_plugin",
     "masked_softmax",
+    "require_positive_int",
+    "require_probability",
+    "weighted_sum",
 ]

@@ -71,7 +71,8 @@ def list_plugins(group: str) -> list[str]:
 def load_plugin(group: str, name: str) -> type:
     """Import and return the plugin class ``name`` of ``group``.
 
-    Raises PluginError when the name is unknown (listing the available ones), declared twice
+    Raises PluginError when the name is unknown (listing the ones that load; installed ones that
+    cannot load are named apart, so a message never offers a name that fails), declared twice
     (naming both targets), fails to import (naming its distribution) or is not a subclass of the
     group's base class.
     """
@@ -80,8 +81,11 @@ def load_plugin(group: str, name: str) -> type:
     matches = [info for info in infos if info.name == name]
     singular = key.removesuffix("s")
     if not matches:
-        available = ", ".join(list_plugins(key)) or "none installed"
-        raise PluginError(f"unknown {singular} {name!r}; available: {available}")
+        usable, broken = _loadable(key, infos)
+        message = f"unknown {singular} {name!r}; available: {', '.join(usable) or 'none installed'}"
+        if broken:
+            message += f" (installed but cannot load: {', '.join(broken)})"
+        raise PluginError(message)
     if len(matches) > 1:
         targets = " and ".join(f"{m.target} ({m.distribution})" for m in matches)
         raise PluginError(f"{singular} name {name!r} is declared twice: {targets}")
@@ -100,6 +104,27 @@ def load_plugin(group: str, name: str) -> type:
             f"attnlab.plugins.{base.__name__}"
         )
     return obj
+
+
+def _loadable(key: str, infos: list[PluginInfo]) -> tuple[list[str], list[str]]:
+    """Names of ``infos`` that load as a subclass of the group's base, and those that do not
+    (fail to import, wrong class, declared twice): only the first kind is worth offering."""
+    counts: dict[str, int] = {}
+    for info in infos:
+        counts[info.name] = counts.get(info.name, 0) + 1
+    usable, broken = [], []
+    for info in infos:
+        if counts[info.name] > 1:
+            if info.name not in broken:
+                broken.append(info.name)
+            continue
+        try:
+            obj = info.entry_point.load()
+        except Exception:  # reported in full by load_plugin(name) and `attnlab plugins`
+            obj = None
+        ok = isinstance(obj, type) and issubclass(obj, GROUPS[key])
+        (usable if ok else broken).append(info.name)
+    return usable, broken
 
 
 def create_plugin(group: str, name: str, *args, **options):

@@ -1,11 +1,13 @@
-"""The encoder contract, checked on every installed encoder plugin."""
+"""The encoder contract, checked on every installed encoder plugin: attnlab.testing's check (what
+plugin authors run) plus the built-ins' own properties."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from attnlab.plugins import EncoderOutput, create_plugin, list_plugins
+from attnlab.plugins import PAD_ID, EncoderOutput, create_plugin, list_plugins, load_plugin
+from attnlab.testing import check_encoder, check_plugin
 
 VOCAB, EMB, HIDDEN = 12, 6, 8
 LENGTHS = [7, 4, 1]
@@ -14,12 +16,29 @@ LENGTHS = [7, 4, 1]
 def make_batch():
     src = torch.randint(4, VOCAB, (len(LENGTHS), max(LENGTHS)))
     mask = torch.arange(max(LENGTHS))[None, :] < torch.tensor(LENGTHS)[:, None]
-    return src.masked_fill(~mask, 0), mask
+    return src.masked_fill(~mask, PAD_ID), mask
 
 
 @pytest.fixture(params=list_plugins("encoders"))
 def encoder(request):
     return create_plugin("encoders", request.param, VOCAB, EMB, HIDDEN).eval()
+
+
+@pytest.mark.parametrize("name", list_plugins("encoders"))
+def test_conformance_kit(name):
+    check_encoder(load_plugin("encoders", name))
+    assert check_plugin("encoders", name) is None  # what `attnlab plugins --check` runs
+
+
+def test_conformance_kit_with_options():
+    check_encoder(load_plugin("encoders", "lstm"), layers=2)
+    check_encoder(load_plugin("encoders", "transformer"), layers=1, heads=2, max_length=5)
+
+
+def test_pad_embeddings_stay_zero(encoder):
+    embedding = getattr(encoder, "embedding", None)
+    if embedding is not None:
+        assert embedding.padding_idx == PAD_ID and not embedding.weight[PAD_ID].any()
 
 
 def test_shapes(encoder):

@@ -38,6 +38,21 @@ def test_unknown_name_lists_the_available_ones():
         load_plugin("scorers", "cosine")
 
 
+def test_unknown_name_does_not_offer_plugins_that_cannot_load(make_distribution):
+    make_distribution(
+        "thirdparty-unloadable",
+        {"attnlab.scorers": {"unloadable": "thirdparty_unloadable:Gone", "notascorer": "thirdparty_unloadable:Other"}},
+        {"thirdparty_unloadable.py": "class Other:\n    pass\n"},
+    )
+    assert {"unloadable", "notascorer"} <= set(list_plugins("scorers"))  # listed: installed
+    with pytest.raises(PluginError) as info:
+        load_plugin("scorers", "cosine")
+    message = str(info.value)
+    available = message.split("available: ")[1].split(" (")[0].split(", ")
+    assert "dot" in available and "unloadable" not in available and "notascorer" not in available
+    assert message.endswith("(installed but cannot load: notascorer, unloadable)")
+
+
 def test_unknown_group():
     with pytest.raises(PluginError, match="unknown plugin group 'scorer'"):
         list_plugins("scorer")

@@ -1,11 +1,13 @@
-"""The scorer contract, checked on every installed scorer plugin."""
+"""The scorer contract, checked on every installed scorer plugin: attnlab.testing's check (what
+plugin authors run) plus the built-ins' own properties."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from attnlab.plugins import AttentionOutput, create_plugin, list_plugins
+from attnlab.plugins import AttentionOutput, create_plugin, list_plugins, load_plugin
+from attnlab.testing import check_plugin, check_scorer
 
 B, LQ, LK, D = 3, 2, 5, 8
 LENGTHS = [5, 3, 1]
@@ -22,6 +24,17 @@ def make_inputs():
 def scorer(request):
     module = create_plugin("scorers", request.param, D, D)
     return module.eval()
+
+
+@pytest.mark.parametrize("name", list_plugins("scorers"))
+def test_conformance_kit(name):
+    check_scorer(load_plugin("scorers", name))
+    assert check_plugin("scorers", name) is None  # what `attnlab plugins --check` runs
+
+
+def test_conformance_kit_with_options():
+    check_scorer(load_plugin("scorers", "multihead"), heads=2, model_dim=6, dropout=0.1)
+    check_scorer(load_plugin("scorers", "additive"), attention_dim=3)
 
 
 def test_shapes_and_weights(scorer):
