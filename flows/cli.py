@@ -278,10 +278,14 @@ def predict(
 # --------------------------------------------------------------------------- plugins
 
 
-def plugin_table() -> dict[str, list[dict[str, Any]]]:
-    """Every installed plugin of every group; broken ones carry their error."""
+def plugin_table(check: bool = False) -> dict[str, list[dict[str, Any]]]:
+    """Every installed plugin of every group; broken ones carry their error. With ``check``, each
+    one that loads is also probed with its default options (attnlab.testing.check_plugin): a
+    contract violation makes it broken, and ``note`` says when it could not be checked."""
     from attnlab.plugins import GROUPS, PluginError, describe_plugins, load_plugin
 
+    if check:
+        from attnlab.testing import check_plugin
     table: dict[str, list[dict[str, Any]]] = {}
     for group in GROUPS:
         rows = []
@@ -289,29 +293,43 @@ def plugin_table() -> dict[str, list[dict[str, Any]]]:
             row = {"name": info.name, "target": info.target, "distribution": info.distribution, "ok": True, "error": None}
             try:
                 load_plugin(group, info.name)
+                if check:
+                    row["note"] = check_plugin(group, info.name)
             except PluginError as exc:
-                row.update(ok=False, error=str(exc))
+                row.update(ok=False, error=" ".join(str(exc).split()))
             rows.append(row)
         table[group] = rows
     return table
 
 
 @app.command()
-def plugins(json_output: bool = typer.Option(False, "--json", help="print one JSON object")) -> None:
+def plugins(
+    json_output: bool = typer.Option(False, "--json", help="print one JSON object"),
+    check: bool = typer.Option(
+        False, "--check", help="also run each plugin once on a tiny batch and check its contract (exit 1 if any is broken)"
+    ),
+) -> None:
     """List every installed plugin per group, with its distribution; broken ones show their error."""
-    table = plugin_table()
+    table = plugin_table(check)
+    broken = sum(not row["ok"] for rows in table.values() for row in rows)
     if json_output:
         typer.echo(json.dumps(table))
-        return
-    for group, rows in table.items():
-        typer.echo(f"{group} (entry-point group attnlab.{group})")
-        width = max((len(row["name"]) for row in rows), default=0)
-        dist_width = max((len(row["distribution"]) for row in rows), default=0)
-        for row in rows:
-            status = row["target"] if row["ok"] else f"BROKEN: {row['error']}"
-            typer.echo(f"  {row['name']:<{width}}  {row['distribution']:<{dist_width}}  {status}")
-        if not rows:
-            typer.echo("  (none installed)")
+    else:
+        for group, rows in table.items():
+            typer.echo(f"{group} (entry-point group attnlab.{group})")
+            width = max((len(row["name"]) for row in rows), default=0)
+            dist_width = max((len(row["distribution"]) for row in rows), default=0)
+            for row in rows:
+                status = row["target"] if row["ok"] else f"BROKEN: {row['error']}"
+                if row["ok"] and check:
+                    status += f"  ({row['note']})" if row.get("note") else "  ok"
+                typer.echo(f"  {row['name']:<{width}}  {row['distribution']:<{dist_width}}  {status}")
+            if not rows:
+                typer.echo("  (none installed)")
+        if check:
+            typer.echo(f"{broken} broken plugin(s)" if broken else "every plugin keeps its contract")
+    if check and broken:
+        raise typer.Exit(1)
 
 
 # --------------------------------------------------------------------------- ui

@@ -3,6 +3,14 @@ with no change to attnlab."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
 from attnlab.config import ExperimentConfig
 from attnlab.experiment import run_experiment
 from attnlab.plugins import describe_plugins, list_plugins, load_plugin
@@ -39,3 +47,63 @@ def test_cosine_scorer_from_another_distribution_trains(make_distribution):
     assert last["train_loss"] < first["train_loss"] / 2
     assert result.evaluation.metrics["char_accuracy"] > 0.9
     assert result.evaluation.metrics["pad_attention_mass"] == 0.0
+
+
+# --------------------------------------------------------------------------- a broken one
+
+TRANSPOSED = '''
+from attnlab.plugins import Attention
+
+class TransposedAttention(Attention):
+    """score() returns [B, Lk, Lq] instead of [B, Lq, Lk]."""
+
+    def score(self, query, keys):
+        return keys @ query.transpose(1, 2)
+'''
+
+
+@pytest.fixture
+def transposed(make_distribution) -> Path:
+    return make_distribution(
+        "thirdparty-transposed",
+        {"attnlab.scorers": {"transposed": "thirdparty_transposed:TransposedAttention"}},
+        {"thirdparty_transposed.py": TRANSPOSED},
+    )
+
+
+def test_broken_scorer_stops_attnlab_train_before_training_in_one_line(transposed, tmp_path):
+    env = {key: value for key, value in os.environ.items() if key != "MLFLOW_TRACKING_URI"}
+    env.update(PYTHONPATH=str(transposed), ATTNLAB_CACHE_DIR=str(tmp_path / "cache"))
+    console = str(Path(sys.executable).with_name("attnlab"))
+    started = time.perf_counter()
+    done = subprocess.run(
+        [console, "train", "--scorer", "transposed"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    seconds = time.perf_counter() - started
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""  # no "training ..." line: nothing started
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert lines[0].startswith(
+        "attnlab: error: scorer 'transposed' (thirdparty_transposed:TransposedAttention, from thirdparty-transposed 1.0): "
+        "score(query [3, 2, 128], keys [3, 5, 128]): expected a tensor of shape [B, Lq, Lk] = [3, 2, 5], got [3, 5, 2]"
+    ), lines[0]
+    assert not (tmp_path / "mlflow").exists() and not (tmp_path / "cache").exists()  # no store, no data
+    assert seconds < 60, seconds  # imports and the check only (a few seconds), not a training run
+
+
+def test_plugins_check_marks_the_broken_scorer(transposed, capsys):
+    from attnlab.flows import cli
+
+    code = cli.main(["plugins", "--check"])
+    out = capsys.readouterr().out
+    assert code == 1
+    rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("  ")}
+    assert "thirdparty-transposed 1.0  BROKEN: scorer 'transposed' (thirdparty_transposed:TransposedAttention" in rows["transposed"]
+    assert "got [3, 5, 2] (transposed?)" in rows["transposed"]
+    assert rows["scaled_dot"].endswith("attnlab.plugins.scorers:ScaledDotAttention  ok")
+    assert all(rows[name].endswith("  ok") for name in ("gru", "rnn", "transformer", "date", "reverse"))
+    assert out.splitlines()[-1] == "1 broken plugin(s)"
+
+    assert cli.main(["plugins"]) == 0  # without --check: listed as loadable, not probed
+    assert "BROKEN" not in capsys.readouterr().out
