@@ -115,7 +115,14 @@ def _check_scorer(subject: Subject, options: dict[str, Any]) -> None:
     except ValueError:
         unequal = None  # a scorer may refuse query_dim != key_dim, with a message saying so
     if unequal is not None:
-        probe_scorer(unequal, subject)
+        try:
+            probe_scorer(unequal, subject)
+        except PluginContractError as exc:
+            raise subject.fail(
+                f"with query_dim={QUERY_DIM}, key_dim={OTHER_KEY_DIM} (a decoder asks for its own sizes; a "
+                f"scorer that needs them equal must raise ValueError in __init__ when they are not): {exc.problem}",
+                exc.expected, exc.got,
+            ) from exc
     if scorer.attends:
         gen = torch.Generator().manual_seed(2)
         query = torch.randn(3, 2, QUERY_DIM, generator=gen).requires_grad_(True)

@@ -134,7 +134,7 @@ def test_a_parameter_without_gradient_is_caught():
 
 
 def test_a_scorer_that_silently_needs_equal_sizes_is_caught():
-    caught(check_scorer, CrashesOnUnequalSizes, "raised RuntimeError")
+    caught(check_scorer, CrashesOnUnequalSizes, "with query_dim=8, key_dim=6", "must raise ValueError in __init__", "raised RuntimeError")
 
 
 def test_unknown_options_are_reported_as_the_plugins():
