@@ -1,8 +1,64 @@
 """The attention (scorer) contract: score, mask, softmax, weighted sum.
 
-A scorer plugin subclasses :class:`Attention`. Overriding :meth:`Attention.score` alone gives a
-complete, trainable scorer; overriding :meth:`Attention.forward` gives full control (multi-head,
-fused kernels).
+A scorer plugin subclasses :class:`Attention` and is registered under the entry-point group
+``attnlab.scorers``. Overriding :meth:`Attention.score` alone gives a complete, trainable scorer;
+overriding :meth:`Attention.forward` gives full control (multi-head, fused kernels).
+
+A worked plugin: cosine similarity of query and keys, sharpened by a temperature (its option)::
+
+    import torch.nn.functional as F
+    from attnlab.plugins import Attention, dot_scores
+
+
+    class CosineAttention(Attention):
+        def __init__(self, query_dim: int, key_dim: int, temperature: float = 10.0, **options) -> None:
+            super().__init__(query_dim, key_dim, **options)  # refuses unknown options, listing these
+            if query_dim != key_dim:
+                raise ValueError(f"cosine needs query_dim == key_dim, got {query_dim} and {key_dim}")
+            if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature <= 0:
+                raise ValueError(f"temperature must be a positive number, got {temperature!r}")
+            self.temperature = float(temperature)
+
+        def score(self, query, keys):  # [B, Lq, Dq], [B, Lk, Dk] -> [B, Lq, Lk]
+            return self.temperature * dot_scores(F.normalize(query, dim=-1), F.normalize(keys, dim=-1))
+
+Declared in its package's ``pyproject.toml`` as ``[project.entry-points."attnlab.scorers"]``
+``cosine = "attnlab_cosine:CosineAttention"``, it is used as ``attnlab train --scorer cosine
+-o scorer.temperature=5``.
+
+What a scorer author needs to know:
+
+- **Options** are the keyword parameters of ``__init__`` after ``query_dim`` and ``key_dim``, each
+  with a default; pass ``**options`` on to ``super().__init__``, which rejects unknown names with a
+  message listing yours (``option_names()``). Values come from a config's ``scorer_options`` or
+  ``-o scorer.NAME=VALUE`` and arrive YAML-typed: ``5`` an int, ``0.1`` a float, ``true`` a bool,
+  ``[1, 2]`` a list, anything else a str. Validate them in ``__init__`` and raise ValueError (the
+  CLI reports it as one line); ``require_positive_int`` and ``require_probability`` from
+  ``attnlab.plugins`` do the common cases.
+- **Sizes** are the decoder's choice: ``make_attention(query_dim, key_dim)``. The built-in
+  decoders pass the decoder state size and the encoder's ``output_dim``, which may differ. A
+  scorer that needs them equal raises ValueError in ``__init__`` when they are not. Set
+  ``self.output_dim`` when the context is not ``key_dim`` wide (``multihead`` does).
+- **score(query, keys)** gets query [B, Lq, Dq] and keys [B, Lk, Dk] and returns raw energies
+  [B, Lq, Lk] (not [B, Lk, Lq]). It never sees the mask: the base :meth:`Attention.forward`
+  applies it after scoring. A scorer that needs the mask (local windows, key-dependent
+  normalisation) overrides ``forward``. ``Lq`` is 1 at every step of the rnn decoder and the
+  target length in the transformer decoder; each query is attended independently of the others.
+- **forward(query, keys, values, mask=None)**: values [B, Lk, Dv] (the built-in decoders pass
+  the encoder outputs as both keys and values); mask bool [B, Lk], True where a key may be
+  attended, or None (attend to all). Returns ``AttentionOutput(context [B, Lq, output_dim],
+  weights [B, Lq, Lk], head_weights [B, H, Lq, Lk] or None)``; weights are non-negative, sum to 1
+  over the unmasked keys and are exactly 0 on masked ones: :func:`masked_softmax` takes the
+  scores and the [B, Lk] mask and does it. A scorer that does not attend sets the class attribute
+  ``attends = False`` and returns weights None.
+- **Helpers**: :func:`masked_softmax`, :func:`dot_scores` (q . k, fast for Lq = 1),
+  :func:`weighted_sum` (weights x values), :meth:`Attention.per_keys` (compute a projection of
+  the keys once per source, not once per decoder step). Optional fast paths:
+  :meth:`Attention.context_only` (the context alone, for training) and :meth:`Attention.dot_scale`.
+- **Checks**: every model built probes its scorer once on a tiny batch and stops with a
+  one-line error naming the plugin if it breaks any of the above; ``attnlab plugins --check``
+  does it for every installed scorer, and ``attnlab.testing.check_scorer(CosineAttention)`` from
+  the plugin's own tests (it also checks that gradients reach every parameter).
 """
 
 from __future__ import annotations

@@ -1,4 +1,28 @@
-"""The decoder contract: step-wise generation over the encoder's memory, through a scorer."""
+"""The decoder contract: step-wise generation over the encoder's memory, through a scorer.
+
+A decoder plugin subclasses :class:`Decoder` and is registered under ``attnlab.decoders``.
+
+- **Construction**: ``__init__(vocab_size, embedding_dim, hidden_size, memory_dim,
+  make_attention, **options)``. ``memory_dim`` is the encoder's ``output_dim``;
+  ``make_attention(query_dim, key_dim)`` builds the configured scorer for the sizes you choose
+  (call it once per attention layer). Options are the keyword parameters after these, each with
+  a default, passed on as ``**options`` to ``super().__init__``; values arrive YAML-typed from
+  ``decoder_options`` or ``-o decoder.NAME=VALUE``.
+- **Token ids**: targets are framed as ``SOS_ID`` (1), the characters, ``EOS_ID`` (2), then
+  ``PAD_ID`` (0) to the batch's length; give embeddings ``padding_idx=PAD_ID``.
+- **start(memory, src_mask) -> state**: a tuple of tensors whose first axis is the batch (beam
+  search reorders and repeats states along it).
+- **step(tokens long [B], state, memory, src_mask) -> (logits [B, V], state, AttentionOutput)**:
+  one step; logits are unnormalised, the attention's weights [B, 1, Ls] or None (the ``none``
+  scorer).
+- **forward(tgt_in [B, Lt], memory, src_mask, need_weights=True) -> DecoderOutput(logits [B, Lt,
+  V], weights [B, Lt, Ls] or None, head_weights)**: teacher forcing, ``tgt_in`` = SOS then the
+  target without EOS. The default runs :meth:`Decoder.step`; an override must give the same
+  logits as the steps, with or without weights.
+- **Checks**: every model built probes its decoder over the encoder's probe output;
+  ``attnlab plugins --check`` and ``attnlab.testing.check_decoder(MyDecoder)`` run the same checks
+  (with the ``general`` scorer and with ``none``).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,28 @@
-"""The task contract: deterministic (source, target, alignment) examples from a seed."""
+"""The task contract: deterministic (source, target, alignment) examples from a seed.
+
+A task plugin subclasses :class:`Task` and is registered under ``attnlab.tasks``.
+
+- **Options**: ``__init__(**options)``: declare them as keyword parameters with defaults and
+  pass ``**options`` on to ``super().__init__``, which rejects unknown names listing yours.
+  Values come from ``task_options`` / ``test_task_options`` or ``-o task.NAME=VALUE`` and arrive
+  YAML-typed (``-o task.max_length=30`` is the int 30).
+- **Alphabets**: the class (or instance) attributes ``source_alphabet`` and ``target_alphabet``
+  are strings holding every character the task can produce on each side; the vocabularies are
+  built from them, and a user's input is checked against ``source_alphabet``.
+- **sample(rng) -> Example(source, target, alignment)**: draw only from the ``random.Random``
+  given, so ``generate(n, seed)`` gives the same examples for the same seed. The source is a
+  non-empty string.
+- **Alignment**: one entry per target character, in order, and none for EOS; each entry is a
+  tuple of 0-based indices into the source (the characters it comes from). An empty entry means
+  the character comes from no source position (``年`` in the date task's targets) and is left
+  out of the alignment accuracy. ``alignment=None`` means unknown: the example counts for every
+  metric but the alignment ones.
+- **max_source_length** is a property (``@property``), not a method: the longest source the
+  task produces. ``space_size`` (a property too) says how many distinct keys exist, or None;
+  :meth:`Task.key` says which examples must stay in one split.
+- **Checks**: every model built probes its task (20 examples); ``attnlab plugins --check`` and
+  ``attnlab.testing.check_task(MyTask)`` run the same checks.
+"""
 
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -13,33 +14,32 @@ import pytest
 
 from attnlab.config import ExperimentConfig
 from attnlab.experiment import run_experiment
-from attnlab.plugins import describe_plugins, list_plugins, load_plugin
+from attnlab.plugins import attention, describe_plugins, list_plugins, load_plugin
+from attnlab.testing import check_scorer
 
-COSINE = '''
-import torch.nn.functional as F
-from attnlab.plugins import Attention
 
-class CosineAttention(Attention):
-    """Cosine similarity between query and keys, sharpened by a fixed temperature."""
-
-    def score(self, query, keys):
-        return 10.0 * F.normalize(query, dim=-1) @ F.normalize(keys, dim=-1).transpose(1, 2)
-'''
+def documented_cosine() -> str:
+    """The worked scorer of the attention contract's docstring (the README shows the same one)."""
+    block = attention.__doc__.split("::\n\n", 1)[1].split("\n\nDeclared", 1)[0]
+    return textwrap.dedent(block)
 
 
 def test_cosine_scorer_from_another_distribution_trains(make_distribution):
     make_distribution(
         "thirdparty-cosine",
         {"attnlab.scorers": {"cosine": "thirdparty_cosine:CosineAttention"}},
-        {"thirdparty_cosine.py": COSINE},
+        {"thirdparty_cosine.py": documented_cosine()},
     )
     assert "cosine" in list_plugins("scorers")
     (info,) = [i for i in describe_plugins("scorers") if i.name == "cosine"]
     assert info.distribution == "thirdparty-cosine 1.0"
-    assert load_plugin("scorers", "cosine").__name__ == "CosineAttention"
+    cosine = load_plugin("scorers", "cosine")
+    assert cosine.__name__ == "CosineAttention"
+    check_scorer(cosine)
+    check_scorer(cosine, temperature=5)  # an option, YAML-typed (an int here)
 
     config = ExperimentConfig(
-        scorer="cosine", hidden_size=64, embedding_dim=32, train_size=2000, validation_size=100,
+        scorer="cosine", scorer_options={"temperature": 10}, hidden_size=64, embedding_dim=32, train_size=2000, validation_size=100,
         test_size=200, epochs=4, batch_size=64, target_exact_match=None,
     )
     result = run_experiment(config)
