@@ -1,0 +1,51 @@
+"""A generated dataset as a file: which config fields it depends on, and its JSON form.
+
+The train flow caches datasets on :func:`data_spec`, so two configs that differ only in model or
+training settings share one file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from attnlab.config import ExperimentConfig
+from attnlab.data import SPLIT_NAMES, Splits
+from attnlab.plugins import Example
+
+#: Config fields that cannot change the generated data; every other field is part of the data
+#: cache key (so a new config field errs on the side of regenerating).
+NOT_DATA = frozenset(
+    {
+        "scorer", "scorer_options", "encoder", "encoder_options", "decoder", "decoder_options",
+        "embedding_dim", "hidden_size", "epochs", "batch_size", "length_bucketing", "learning_rate", "lr_schedule",
+        "clip_norm", "teacher_forcing", "target_exact_match", "beam_size", "device", "compile_loops",
+    }
+)  # fmt: skip
+
+
+def data_spec(config: ExperimentConfig) -> dict[str, Any]:
+    """The fields of ``config`` the data depends on (JSON-ready)."""
+    return {key: value for key, value in config.model_dump(mode="json").items() if key not in NOT_DATA}
+
+
+def save_splits(path: Path, splits: Splits) -> Path:
+    """Write ``splits`` as JSON (atomically: a reader never sees half a file); returns ``path``."""
+    data = {name: [[ex.source, ex.target, ex.alignment] for ex in examples] for name, examples in splits.items()}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, ensure_ascii=False))
+    tmp.replace(path)
+    return path
+
+
+def load_splits(path: Path) -> Splits:
+    """The splits written by :func:`save_splits`."""
+    data = json.loads(Path(path).read_text())
+
+    def example(source: str, target: str, alignment) -> Example:
+        return Example(source, target, None if alignment is None else tuple(tuple(a) for a in alignment))
+
+    return Splits(*([example(*row) for row in data[name]] for name in SPLIT_NAMES))

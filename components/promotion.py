@@ -1,0 +1,111 @@
+"""The one promotion rule: when a challenger takes the champion's place.
+
+Pure (no MLflow, no Prefect): every command that promotes (``attnlab train``, the retrain flow,
+``attnlab sweep --register``) scores the challenger and the champion on the same benchmark
+examples and asks :func:`decide`; the flows only fetch the scores and move the alias.
+
+Rule: the challenger wins when there is no champion, or when
+``challenger_score - champion_score > margin`` (the difference rounded to ``PRECISION`` decimals,
+so float noise never decides). A NaN challenger never wins; a tie never wins; a champion whose
+score is NaN loses to any number. A challenger that cannot be measured on the benchmark (see
+:func:`incomparable_reason`) is not compared at all.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Iterable
+
+from attnlab.plugins import Example, Task
+
+#: Decimal places the score difference is rounded to before it is compared with the margin.
+PRECISION = 9
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The outcome of one challenger-vs-champion comparison on a benchmark.
+
+    ``champion_version`` and ``champion_score`` describe the alias holder the challenger was
+    compared with (None: there was none). ``challenger_score`` is None when the challenger could
+    not be measured on the benchmark (then ``promoted`` is False and ``reason`` says why).
+    """
+
+    promoted: bool
+    reason: str
+    challenger_version: str
+    challenger_score: float | None
+    champion_version: str | None
+    champion_score: float | None
+    margin: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def check_margin(margin: float) -> None:
+    """ValueError unless ``margin`` is an exact-match difference in [0, 1)."""
+    if not (isinstance(margin, (int, float)) and 0.0 <= margin < 1.0):
+        raise ValueError(f"margin must be in [0, 1) (an exact-match difference), got {margin!r}")
+
+
+def decide(challenger_score: float, champion_score: float | None, margin: float) -> tuple[bool, str]:
+    """(promoted, reason) for two scores measured on the same benchmark examples."""
+    if math.isnan(challenger_score):
+        return False, "challenger score is NaN"
+    if champion_score is None:
+        return True, f"first champion: no model held the alias (challenger {challenger_score:.4f})"
+    if math.isnan(champion_score):
+        return True, f"the champion scores NaN on the benchmark; challenger {challenger_score:.4f}"
+    difference = round(challenger_score - champion_score, PRECISION)
+    if difference > margin:
+        return True, (
+            f"challenger {challenger_score:.4f} beats champion {champion_score:.4f} by "
+            f"{difference:.4f} > margin {margin:.4f}"
+        )
+    return False, (
+        f"challenger {challenger_score:.4f} does not beat champion {champion_score:.4f} by more "
+        f"than margin {margin:.4f} (difference {difference:+.4f})"
+    )
+
+
+def incomparable_reason(
+    examples: list[Example], benchmark_task: str, task_name: str, test_task: Task, vocab_chars: tuple[str, str], max_source_length: int | None
+) -> str | None:
+    """Why a model cannot be measured on the benchmark ``examples`` of task ``benchmark_task``,
+    or None when it can.
+
+    ``test_task`` is the challenger's test-time task (its options decide which sources it is
+    meant for), ``vocab_chars`` the (source, target) characters its vocabularies hold and
+    ``max_source_length`` the longest source its encoder accepts (None: no limit). A model is
+    incomparable when the benchmark is of another task, has characters its vocabularies lack, or
+    sources longer than its task's test options or its encoder allow.
+    """
+    if benchmark_task != task_name:
+        return f"the benchmark is of task {benchmark_task!r}, the model of task {task_name!r}"
+    if not examples:
+        return None
+    for side, chars, known in (
+        ("source", {c for ex in examples for c in ex.source}, vocab_chars[0]),
+        ("target", {c for ex in examples for c in ex.target}, vocab_chars[1]),
+    ):
+        missing = "".join(sorted(chars - set(known)))
+        if missing:
+            return f"the benchmark's {side}s use character(s) {missing!r} outside this model's vocabulary"
+    longest = max(len(ex.source) for ex in examples)
+    if longest > test_task.max_source_length:
+        return (
+            f"the benchmark has sources of up to {longest} characters; this config's task options "
+            f"produce at most {test_task.max_source_length} (set test_task options to match the benchmark)"
+        )
+    if max_source_length is not None and longest > max_source_length:
+        return f"the benchmark has sources of up to {longest} characters; this model's encoder accepts at most {max_source_length}"
+    return None
+
+
+def overlap(benchmark: Iterable[Example], training: Iterable[Example], key: Callable[[Example], str]) -> float:
+    """Share of benchmark examples whose key also occurs in ``training`` (0 for no benchmark)."""
+    benchmark = list(benchmark)
+    seen = {key(ex) for ex in training}
+    return sum(key(ex) in seen for ex in benchmark) / max(len(benchmark), 1)
