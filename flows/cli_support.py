@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
@@ -14,7 +15,8 @@ import typer
 from attnlab.flows.errors import UserError
 
 PROG = "attnlab"
-PLUGIN_OPTION_GROUPS = ("task", "test_task", "scorer", "encoder", "decoder")
+#: When this process started importing the CLI (the train summary's ``timings`` count from here).
+STARTED = time.perf_counter()
 CLI_FIELDS = {
     "task": "--task",
     "scorer": "--scorer",
@@ -48,6 +50,8 @@ def user_errors() -> Iterator[None]:
     except (UserError, PluginError) as exc:
         raise fail(str(exc)) from None
     except ValidationError as exc:
+        from attnlab.config_sources import validation_message
+
         raise fail(validation_message(exc, {})) from None
 
 
@@ -69,107 +73,12 @@ def quiet(verbose: bool) -> None:
         os.environ.setdefault("PYTHONWARNINGS", "ignore")  # worker processes of sweeps
 
 
-# --------------------------------------------------------------------------- config assembly
+def build_config(config_file: Path | None, flags: dict[str, Any], options: list[str]):
+    """The validated config from a YAML file, flags and ``-o`` overrides (see
+    :func:`attnlab.config_sources.build_config`)."""
+    from attnlab.config_sources import build_config as assemble
 
-
-def read_yaml(path: Path) -> dict[str, Any]:
-    import yaml
-
-    if not path.exists():
-        raise UserError(f"config file {str(path)!r} does not exist")
-    if path.is_dir():
-        raise UserError(f"config file {str(path)!r} is a folder; give a YAML file")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise UserError(f"config file {str(path)!r} is not valid YAML: {problem}{where}") from None
-    except UnicodeDecodeError:
-        raise UserError(f"config file {str(path)!r} is not UTF-8 text") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise UserError(
-            f"config file {str(path)!r} must hold a mapping of config keys (e.g. 'epochs: 5'), "
-            f"not a {type(data).__name__}"
-        )
-    return data
-
-
-def parse_option(text: str) -> tuple[list[str], Any]:
-    """``KEY=VALUE`` (VALUE read as YAML: 4, 0.1, true, [a, b]) -> key path and value."""
-    import yaml
-
-    key, sep, raw = text.partition("=")
-    key = key.strip()
-    if not sep or not key:
-        raise UserError(f"--option {text!r}: expected KEY=VALUE, e.g. -o scorer.heads=4 or -o learning_rate=0.01")
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError:
-        value = raw
-    parts = key.split(".")
-    if len(parts) == 2 and parts[0] in PLUGIN_OPTION_GROUPS:
-        return [f"{parts[0]}_options", parts[1]], value
-    if len(parts) == 1:
-        return parts, value
-    raise UserError(
-        f"--option {text!r}: KEY is a config field (e.g. learning_rate) or a plugin option "
-        f"{'|'.join(PLUGIN_OPTION_GROUPS)}.NAME (e.g. scorer.heads; test_task.NAME sets "
-        "test_task_options)"
-    )
-
-
-def validation_message(exc, sources: dict[str, str]) -> str:
-    """One line for a pydantic ValidationError of ExperimentConfig: which key, from where, what
-    is wrong and what is allowed."""
-    from attnlab.config import ExperimentConfig
-
-    errors = exc.errors()
-    first = errors[0]
-    loc = ".".join(str(part) for part in first["loc"]) or "config"
-    where = sources.get(str(first["loc"][0]) if first["loc"] else "", "")
-    where = f" (from {where})" if where else ""
-    more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
-    if first["type"] == "extra_forbidden":
-        allowed = ", ".join(ExperimentConfig.model_fields)
-        return f"unknown config key {loc!r}{where}; allowed keys: {allowed}{more}"
-    message = first["msg"].removeprefix("Value error, ")
-    return f"bad value {first.get('input')!r} for {loc}{where}: {message}{more}"
-
-
-def build_config(
-    config_file: Path | None, flags: dict[str, Any], options: list[str]
-):
-    """ExperimentConfig from defaults < YAML file < command-line flags < -o KEY=VALUE."""
-    from attnlab.config import ExperimentConfig
-    from pydantic import ValidationError
-
-    data: dict[str, Any] = {}
-    sources: dict[str, str] = {}
-    if config_file is not None:
-        data = read_yaml(config_file)
-        sources = {str(key): f"config file {str(config_file)!r}" for key in data}
-    for key, value in flags.items():
-        if value is not None:
-            data[key] = value
-            sources[key] = CLI_FIELDS.get(key, key)
-    for text in options:
-        path, value = parse_option(text)
-        if len(path) == 2:
-            current = data.get(path[0]) or {}
-            if not isinstance(current, dict):
-                raise UserError(f"{path[0]} must be a mapping of option names to values, got {current!r}")
-            data[path[0]] = {**current, path[1]: value}
-        else:
-            data[path[0]] = value
-        sources[path[0]] = f"-o {text}"
-    try:
-        return ExperimentConfig.model_validate(data)
-    except ValidationError as exc:
-        raise UserError(validation_message(exc, sources)) from None
+    return assemble(config_file, flags, options, CLI_FIELDS)
 
 
 def check_config(config) -> None:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from attnlab.errors import UserError
 
-class UserError(Exception):
-    """A mistake in what the user asked for (a value, a file, a missing model); the message says
-    what is wrong and what is allowed."""
+__all__ = ["TrackingUnavailable", "UserError"]
 
 
 class TrackingUnavailable(UserError):

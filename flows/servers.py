@@ -34,6 +34,16 @@ def port_free(port: int, host: str = HOST) -> str | None:
     return None
 
 
+def mlflow_ui_command(store, host: str, port: int) -> list[str]:
+    """The ``mlflow server`` command line that serves ``store`` (a :class:`attnlab.flows.store.Store`)
+    and, for the embedded store, its artifacts folder."""
+    command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", store.tracking_uri]
+    if store.embedded:
+        store.artifact_root.mkdir(parents=True, exist_ok=True)
+        command += ["--default-artifact-root", store.artifact_root.as_uri(), "--no-serve-artifacts"]
+    return command + ["--host", host, "--port", str(port), "--workers", "1"]
+
+
 def prefect_command(port: int, host: str = HOST) -> list[str]:
     """``prefect server start`` on ``host:port`` with this interpreter's Prefect."""
     return [sys.executable, "-m", "prefect", "server", "start", "--host", host, "--port", str(port)]

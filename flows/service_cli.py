@@ -131,18 +131,22 @@ def schedule(
     quiet(verbose)
     flags = {key: value for key, value in locals().items() if key in CLI_FIELDS}
     with user_errors():
-        if not 0.0 <= margin < 1.0:
-            raise UserError(f"--margin {margin}: give an exact-match difference in [0, 1), e.g. 0.01")
+        from attnlab.promotion import check_margin
+
+        try:
+            check_margin(margin)
+        except ValueError:
+            raise UserError(f"--margin {margin}: give an exact-match difference in [0, 1), e.g. 0.01") from None
         if benchmark_size < 1:
             raise UserError(f"--benchmark-size {benchmark_size}: give at least 1")
         cron_schedule = check_schedule(cron, timezone)
         config = build_config(config_file, flags, option)
         check_config(config)
         url = prefect_api()
-        from attnlab.flows import tracking
+        from attnlab.flows.store import check_store, resolve_store
 
-        store = tracking.resolve_store()
-        tracking.check_store(store)
+        store = resolve_store()
+        check_store(store)
         if work_pool:
             check_work_pool(work_pool, url)
         when = next_run(cron, timezone)
@@ -200,7 +204,7 @@ def server(
     machine); print their URLs and the exports; Ctrl-C stops both."""
     from attnlab.flows import servers
     from attnlab.flows.tasks import cache_root
-    from attnlab.flows.tracking import resolve_store
+    from attnlab.flows.store import resolve_store
 
     host = servers.HOST
     store = resolve_store()
@@ -219,9 +223,7 @@ def server(
         servers.Server("Prefect", servers.prefect_command(prefect_port, host), f"http://{host}:{prefect_port}/api/health", logs / "prefect.log", env)
     ]
     if not remote:
-        from attnlab.flows.cli import ui_command
-
-        running.append(servers.Server("MLflow", ui_command(host, mlflow_port), f"http://{host}:{mlflow_port}/health", logs / "mlflow.log"))
+        running.append(servers.Server("MLflow", servers.mlflow_ui_command(store, host, mlflow_port), f"http://{host}:{mlflow_port}/health", logs / "mlflow.log"))
     mlflow_url = store.tracking_uri if remote else f"http://{host}:{mlflow_port}"
 
     code = 0

@@ -122,6 +122,9 @@ def sweep(
     length_bands: Optional[str] = typer.Option(None, metavar="LOW-HIGH,...", help="also tabulate exact match on these source-length ranges, e.g. 5-20,21-40,41-50"),
     experiment: Optional[str] = typer.Option(None, metavar="NAME", help="MLflow experiment (default: attnlab-<task>)"),
     save_plots: Optional[Path] = typer.Option(None, metavar="DIR", help="also copy the sweep's figures into this folder"),
+    register: bool = typer.Option(
+        False, "--register", help="register every finished run as attnlab-<task> and promote by the one rule (benchmark, lock)"
+    ),
     json_output: bool = typer.Option(False, "--json", help="print the summary as one JSON object"),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="show Prefect's and MLflow's logs"),
 ) -> None:
@@ -143,6 +146,7 @@ def sweep(
             bands_text=length_bands,
             experiment=experiment,
             verbose=verbose,
+            register=register,
         )
         if save_plots is not None:
             summary["saved_plots"] = copy_plots(summary["parent_run_id"], save_plots)
@@ -185,8 +189,18 @@ def format_sweep(summary: dict[str, Any]) -> str:
             f"{summary['run_count']} runs of {summary['combinations']} combinations{failed}",
             f"plots (artifacts of the sweep run): {', '.join(summary['plots'])}",
             *([f"copied to: {', '.join(summary['saved_plots'])}"] if summary.get("saved_plots") else []),
+            *promotion_lines(summary),
         ]
     )
+
+
+def promotion_lines(summary: dict[str, Any]) -> list[str]:
+    """One line per registered run of a ``--register`` sweep: its version and the decision."""
+    lines = []
+    for run in summary.get("promotions", []):
+        verdict = "champion" if run["promoted"] else "not promoted"
+        lines.append(f"{run['label']} seed {run['seed']}: {run['model']} version {run['version']} {verdict}: {run['reason']}")
+    return lines
 
 
 def run_sweep(
@@ -201,6 +215,7 @@ def run_sweep(
     bands_text: str | None,
     experiment: str | None,
     verbose: bool = False,
+    register: bool = False,
 ) -> dict[str, Any]:
     """Check everything, then run the sweep flow on the chosen runner; its summary."""
     from attnlab.compare import Grid, grid_configs
@@ -228,9 +243,9 @@ def run_sweep(
     # Local workers share this machine's cores; a remote cluster sizes its own workers.
     threads = None if dask_address else max(1, (os.cpu_count() or 1) // min(parallel, len(configs)))
 
-    from attnlab.flows import tracking
+    from attnlab.flows import store
 
-    tracking.check_store(tracking.resolve_store())
+    store.check_store(store.resolve_store())
     from attnlab.flows.prefect_server import share_with_workers, start_in_background, without_heartbeats
 
     server = start_in_background()
@@ -251,7 +266,9 @@ def run_sweep(
     try:
         with interrupts_quietly(), workers_quiet, without_heartbeats() if server is not None else nullcontext():
             flow = sweep_flow.with_options(task_runner=task_runner(runner, parallel, dask_address))
-            return flow(base=base, grid=grid, seeds=seeds, experiment=experiment, max_parallel=parallel, threads=threads, bands=bands)
+            return flow(
+                base=base, grid=grid, seeds=seeds, experiment=experiment, max_parallel=parallel, threads=threads, bands=bands, register_models=register
+            )
     except KeyboardInterrupt:
         raise fail("interrupted: the sweep run and its unfinished runs ended KILLED", 130) from None
     finally:

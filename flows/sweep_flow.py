@@ -22,12 +22,13 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, Param
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
-from prefect.runtime import flow_run
-
 from attnlab.compare import Grid, comparison_table, format_table, grid_configs, run_rows
 from attnlab.compare_plots import accuracy_by_length, attention_side_by_side, learning_curves
 from attnlab.config import ExperimentConfig
-from attnlab.flows import tasks, tracking
+from attnlab.datasets import load_splits
+from attnlab.examples import pick_probe
+from attnlab.flows import store, tracking
+from attnlab.flows.flow_runs import ending_status, flow_run_tags, is_interrupt
 from attnlab.flows.train_flow import dataset
 from attnlab.plots import save_figure
 
@@ -37,9 +38,10 @@ progress = logging.getLogger("attnlab.sweep")
 
 @task(name="train-combination", cache_policy=NO_CACHE)
 def train_combination(
-    config: ExperimentConfig, experiment: str, parent_run_id: str, probe: list[str] | None, threads: int | None, name: str
+    config: ExperimentConfig, experiment: str, parent_run_id: str, probe: list[str] | None, threads: int | None, name: str, register_models: bool = False
 ) -> dict[str, Any]:
-    """Train one combination (the train flow, as a subflow; logged, not registered); its summary.
+    """Train one combination (the train flow, as a subflow; logged, and registered and promoted
+    by the one rule when ``register_models``); its summary.
 
     ``threads`` caps torch's threads in this worker (None: torch's default)."""
     # Imported here: a task shipped to a worker process is pickled by value, and the flow it
@@ -51,30 +53,14 @@ def train_combination(
 
         torch.set_num_threads(threads)
     child = train_flow.with_options(flow_run_name=name)
-    return child(config=config, experiment=experiment, register_model=False, parent_run_id=parent_run_id, probe=probe)
-
-
-def pick_probe(config: ExperimentConfig) -> tuple[list[str], int]:
-    """``[source, target]`` of the test example to show under every combination (the longest
-    source no longer than the longest training source, first such in test order) and the length
-    of the longest training source."""
-    splits = tasks.load_splits(dataset(config))
-    longest_train = max(len(example.source) for example in splits.train)
-    candidates = [example for example in splits.test if len(example.source) <= longest_train] or splits.test
-    chosen = max(candidates, key=lambda example: len(example.source))
-    return [chosen.source, chosen.target], longest_train
+    return child(config=config, experiment=experiment, register_model=register_models, parent_run_id=parent_run_id, probe=probe, command="sweep")
 
 
 def _start_parent(client: MlflowClient, experiment: str, base: ExperimentConfig, grid: Grid, bands) -> str:
-    store = tracking.resolve_store()
-    experiment_id = tracking.ensure_experiment(client, experiment, store)
+    experiment_id = tracking.ensure_experiment(client, experiment, store.resolve_store())
     swept = [dim for dim, values in grid.values.items() if values]
     name = "sweep-" + "-".join(f"{len(grid.values[d])}{d}" for d in swept) + f"-{len(grid.seeds)}seeds"
-    tags = {
-        "attnlab.sweep": "parent",
-        "prefect.flow_run_id": str(flow_run.id or ""),
-        "prefect.flow_run_name": str(flow_run.name or ""),
-    }
+    tags = {"attnlab.sweep": "parent", **flow_run_tags()}
     run_id = client.create_run(experiment_id, run_name=name, tags=tags).info.run_id
     params = {f"grid.{dim}": ",".join(grid.values[dim]) for dim in swept}
     params["grid.seeds"] = ",".join(map(str, grid.seeds))
@@ -127,7 +113,7 @@ def _running_line(client: MlflowClient, parent_run_id: str) -> str | None:
     return "running: " + "; ".join(sorted(parts)) if parts else None
 
 
-def _run_all(jobs, experiment, parent_run_id, probes, threads, max_parallel, report_every: float = 30.0) -> list[dict[str, Any]]:
+def _run_all(jobs, experiment, parent_run_id, probes, threads, max_parallel, register_models: bool = False, report_every: float = 30.0) -> list[dict[str, Any]]:
     """Submit ``jobs`` [(label, config)], at most ``max_parallel`` at once; the outcomes in job
     order. Each outcome is reported as it comes, and the runs in progress every
     ``report_every`` seconds."""
@@ -141,7 +127,7 @@ def _run_all(jobs, experiment, parent_run_id, probes, threads, max_parallel, rep
             index, (label, config) = pending.pop(0)
             name = f"{label.replace('/', '-')}-seed{config.seed}"
             future = train_combination.with_options(task_run_name=f"train-{name}").submit(
-                config, experiment, parent_run_id, probes.get(config.task), threads, name
+                config, experiment, parent_run_id, probes.get(config.task), threads, name, register_models
             )
             running[future] = (index, label, config)
             future.add_done_callback(finished.put)
@@ -229,8 +215,10 @@ def sweep_flow(
     max_parallel: int = 2,
     threads: int | None = None,
     bands: list[tuple[int, int]] | None = None,
+    register_models: bool = False,
 ) -> dict[str, Any]:
-    """Run the sweep; its summary (JSON-ready): parent run, comparison table, runs, plots.
+    """Run the sweep; its summary (JSON-ready): parent run, comparison table, runs, plots and,
+    when ``register_models``, each registered run's promotion decision (``promotions``).
 
     ``grid`` maps dimensions (task, scorer, encoder, decoder) to plugin names; ``bands`` are
     inclusive source-length ranges whose exact match is tabulated (e.g. ``[(21, 40)]``).
@@ -241,22 +229,21 @@ def sweep_flow(
     configs = grid_configs(base, grid_)
     jobs = [(grid_.label(config), config) for config in configs]
     labels = list(dict.fromkeys(label for label, _ in jobs))
-    tracking.check_store(tracking.use_store())
+    store.check_store(store.use_store())
     client = MlflowClient()
     parent_run_id = _start_parent(client, experiment, base, grid_, bands)
     workdir = Path(tempfile.mkdtemp(prefix="attnlab-sweep-"))
     try:
-        picked = {config.task: pick_probe(config) for config in {c.task: c for c in configs}.values()}
+        picked = {config.task: pick_probe(load_splits(dataset(config))) for config in {c.task: c for c in configs}.values()}
         probes = {name: probe for name, (probe, _) in picked.items()}
         train_max = {name: longest for name, (_, longest) in picked.items()}
-        results = _run_all(jobs, experiment, parent_run_id, probes, threads, max(1, max_parallel))
+        results = _run_all(jobs, experiment, parent_run_id, probes, threads, max(1, max_parallel), register_models)
         comparison = _log_comparison(client, parent_run_id, results, labels, bands, train_max, workdir)
     except BaseException as exc:
-        interrupted = isinstance(exc, (KeyboardInterrupt, SystemExit)) or type(exc).__name__ == "TerminationSignal"
-        if interrupted:
+        if is_interrupt(exc):
             _stop_workers()
         _kill_children(client, parent_run_id)
-        tracking.end_run(client, parent_run_id, "KILLED" if interrupted else "FAILED", error=f"{type(exc).__name__}: {exc}")
+        tracking.end_run(client, parent_run_id, ending_status(exc), error=f"{type(exc).__name__}: {exc}")
         raise
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -268,10 +255,18 @@ def sweep_flow(
     return {
         "parent_run_id": parent_run_id,
         "experiment": experiment,
-        "tracking_uri": tracking.resolve_store().tracking_uri,
+        "tracking_uri": store.resolve_store().tracking_uri,
         "combinations": len(labels),
         "run_count": len(results),
         "failed": failed,
         **comparison,
+        "promotions": [_promotion(result) for result in results if result["status"] == "FINISHED" and register_models],
     }
+
+
+def _promotion(result: dict[str, Any]) -> dict[str, Any]:
+    """What the sweep reports of one registered run's promotion."""
+    model = result["summary"]["model"]
+    decision = model["decision"]
+    return {"label": result["label"], "seed": result["seed"], "model": model["name"], "version": model["version"], **{k: decision[k] for k in ("promoted", "reason")}}
 

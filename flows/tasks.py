@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 from prefect import task
@@ -23,15 +22,17 @@ from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE
 
 from attnlab.bundle import load_bundle, save_bundle
 from attnlab.config import ExperimentConfig
-from attnlab.data import SPLIT_NAMES, Splits
+from attnlab.datasets import load_splits, save_splits
 from attnlab.evaluate import Evaluation, evaluate
 from attnlab.experiment import prepare_data, train_model
-from attnlab.flows import tracking
+from attnlab.flows import model_registry, promotion, store, tracking
+from attnlab.flows.benchmark_store import Benchmark
+from attnlab.flows.promotion_lock import promotion_lock
 from attnlab.flows.errors import UserError
 from attnlab.model import build_task
 from attnlab.plots import attention_heatmap, head_heatmaps, save_figure
-from attnlab.plugins import Example
 from attnlab.predict import predict
+from attnlab.promotion import Decision, overlap
 
 #: One line per epoch goes to this logger; the CLI prints it, other callers may attach handlers.
 progress = logging.getLogger("attnlab.progress")
@@ -55,10 +56,10 @@ LOGGING = dict(retries=2, retry_delay_seconds=[1, 5], retry_condition_fn=transie
 @task(name="start-run", **LOGGING)
 def start_run(config: ExperimentConfig, experiment: str, tags: dict[str, str]) -> str:
     """Check the store, open a RUNNING MLflow run with params, tags and config; its id."""
-    store = tracking.use_store()
-    tracking.check_store(store)
+    where = store.use_store()
+    store.check_store(where)
     client = MlflowClient()
-    return tracking.start_run(client, tracking.ensure_experiment(client, experiment, store), config, tags)
+    return tracking.start_run(client, tracking.ensure_experiment(client, experiment, where), config, tags)
 
 
 def cache_root() -> Path:
@@ -73,45 +74,9 @@ def cache_dir() -> Path:
     return cache_root() / "datasets"
 
 
-def save_splits(path: Path, splits: Splits) -> Path:
-    """Write ``splits`` as JSON (atomically); returns ``path``."""
-    data = {name: [[ex.source, ex.target, ex.alignment] for ex in examples] for name, examples in splits.items()}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, ensure_ascii=False))
-    tmp.replace(path)
-    return path
-
-
-def load_splits(path: Path) -> Splits:
-    """The splits written by :func:`save_splits`."""
-    data = json.loads(Path(path).read_text())
-
-    def example(source: str, target: str, alignment) -> Example:
-        return Example(source, target, None if alignment is None else tuple(tuple(a) for a in alignment))
-
-    return Splits(*([example(*row) for row in data[name]] for name in SPLIT_NAMES))
-
-
-#: Config fields that cannot change the generated data; every other field is part of the data
-#: cache key (so a new config field errs on the side of regenerating).
-NOT_DATA = frozenset(
-    {
-        "scorer", "scorer_options", "encoder", "encoder_options", "decoder", "decoder_options",
-        "embedding_dim", "hidden_size", "epochs", "batch_size", "length_bucketing", "learning_rate", "lr_schedule",
-        "clip_norm", "teacher_forcing", "target_exact_match", "beam_size", "device",
-    }
-)  # fmt: skip
-
-
-def data_spec(config: ExperimentConfig) -> dict[str, Any]:
-    """The fields of ``config`` the data depends on (JSON-ready)."""
-    return {key: value for key, value in config.model_dump(mode="json").items() if key not in NOT_DATA}
-
-
 @task(name="generate-data", cache_policy=INPUTS + TASK_SOURCE, persist_result=True)
 def generate_data(spec: dict[str, Any], plugin: str) -> Path:
-    """The train/validation/test splits of ``spec`` (see :func:`data_spec`) as a JSON file in
+    """The train/validation/test splits of ``spec`` (see :func:`attnlab.datasets.data_spec`) as a JSON file in
     :func:`cache_dir`; its path. Cached on these inputs (``plugin`` names the task plugin's
     distribution and version, so an upgraded plugin regenerates)."""
     key = json.dumps([spec, plugin], sort_keys=True)
@@ -167,15 +132,6 @@ def evaluate_bundle(bundle: Path, data: Path, beam_size: int, device: str = "cpu
     return evaluate(model, load_splits(data).test, beam_size=beam_size)
 
 
-def pick_examples(evaluation: Evaluation, count: int = 4) -> tuple[list[str], list[str]]:
-    """(sources, targets) to plot: up to half of them wrong predictions, the rest right ones,
-    in test order."""
-    frame = evaluation.predictions
-    wrong = frame[~frame["correct"]].head(count // 2)
-    chosen = pd.concat([wrong, frame[frame["correct"]].head(count - len(wrong))])
-    return chosen["source"].tolist(), chosen["target"].tolist()
-
-
 @task(name="plot-attention", cache_policy=NO_CACHE)
 def plot_attention(bundle: Path, sources: list[str], targets: list[str], out_dir: Path) -> Path:
     """Heatmaps (PNG; one per head as well for a multi-head scorer) of the bundled model's
@@ -216,18 +172,42 @@ def log_results(run_id: str, evaluation: Evaluation, attention_dir: Path, extra:
 
 
 @task(name="register-model", **LOGGING)
-def register_model(run_id: str, bundle: Path, config: ExperimentConfig, score: float, examples: list[str]) -> str:
+def register_model(run_id: str, bundle: Path, config: ExperimentConfig, test_score: float, examples: list[str]) -> str:
     """Log the pyfunc model and register it as ``attnlab-<task>``; the new version."""
-    return tracking.log_and_register_model(MlflowClient(), run_id, bundle, config, score, examples)
+    return model_registry.log_and_register_model(MlflowClient(), run_id, bundle, config, test_score, examples)
 
 
 @task(name="log-model", **LOGGING)
 def log_model(run_id: str, bundle: Path, config: ExperimentConfig, examples: list[str]) -> str:
     """Log the pyfunc model of the run without registering it; its model URI."""
-    return tracking.log_model(MlflowClient(), run_id, bundle, config, examples)[0]
+    return model_registry.log_model(MlflowClient(), run_id, bundle, config, examples)[0]
 
 
-@task(name="promote-champion", **LOGGING)
-def promote_champion(name: str, version: str, score: float) -> tracking.Promotion:
-    """Give ``version`` the champion alias if it beats the current champion."""
-    return tracking.promote_if_better(MlflowClient(), name, version, score)
+@task(name="prepare-benchmark", **LOGGING)
+def prepare_benchmark(config: ExperimentConfig, experiment: str, size: int, folder: Path) -> Benchmark:
+    """The benchmark of ``attnlab-<task>`` (drawn from ``config`` by its first promotion),
+    downloaded to ``folder``."""
+    client = MlflowClient()
+    experiment_id = tracking.ensure_experiment(client, experiment, store.resolve_store())
+    name = model_registry.model_name(config.task)
+    return promotion.prepare_benchmark(client, config, experiment_id, size, folder, lambda: promotion_lock(name))
+
+
+@task(name="benchmark-overlap", **LOGGING)
+def benchmark_overlap(run_id: str, config: ExperimentConfig, benchmark: Benchmark, data: Path) -> float:
+    """The share of benchmark examples in the run's training and validation data (metric
+    ``benchmark_overlap``; the task's key decides sameness)."""
+    splits = load_splits(data)
+    share = overlap(benchmark.read().examples, splits.train + splits.validation, build_task(config).key)
+    MlflowClient().log_metric(run_id, "benchmark_overlap", share)
+    return share
+
+
+@task(name="promote", **LOGGING)
+def promote(name: str, version: str, config: ExperimentConfig, benchmark: Benchmark, margin: float, run_id: str | None, command: str) -> Decision:
+    """Score challenger and champion on the benchmark, move the alias if the challenger wins and
+    record the decision (see :mod:`attnlab.flows.promotion`)."""
+    client = MlflowClient()
+    decision = promotion.promote(client, name, version, config, benchmark, margin, lambda: promotion_lock(name))
+    promotion.record_decision(client, run_id, name, decision, benchmark, command)
+    return decision

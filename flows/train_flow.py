@@ -3,7 +3,8 @@
 One MLflow run per flow run. The run ends FINISHED, FAILED (an error) or KILLED (Ctrl-C or a
 termination signal), never stays RUNNING, and keeps what it logged; when interrupted it also gets
 the last checkpoint as an artifact. The champion alias moves only after a successful run, and
-only to a better model.
+only by the one promotion rule (:mod:`attnlab.promotion`): challenger and champion scored on the
+registered model's benchmark set.
 """
 
 from __future__ import annotations
@@ -13,18 +14,21 @@ import shutil
 import signal
 import tempfile
 import threading
-import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
 from mlflow import MlflowClient
 from prefect import flow
-from prefect.runtime import flow_run
 
+from attnlab.benchmark import DEFAULT_SIZE
 from attnlab.config import ExperimentConfig
-from attnlab.flows import tasks, tracking
+from attnlab.datasets import data_spec
+from attnlab.examples import pick_examples
+from attnlab.flows import model_registry, promotion, store, tasks, tracking
+from attnlab.flows.flow_runs import ending_status, flow_run_tags, is_interrupt
 from attnlab.plugins import describe_plugins
+from attnlab.timing import Stopwatch
 
 
 @contextmanager
@@ -56,88 +60,84 @@ def train_flow(
     promote: bool = True,
     parent_run_id: str | None = None,
     probe: list[str] | None = None,
+    margin: float = 0.0,
+    benchmark_size: int = DEFAULT_SIZE,
+    command: str = "train",
 ) -> dict[str, Any]:
     """Run one experiment end to end and return its summary (JSON-ready).
 
     ``experiment`` defaults to ``attnlab-<task>``. The model is logged to the run and, when
-    ``register_model``, registered as ``attnlab-<task>``; ``promote`` then lets it take the champion
-    alias if it beats the champion. ``parent_run_id`` makes the run a child of that MLflow run.
-    ``probe`` is a ``[source, target]`` pair plotted first, its attention returned as ``probe``.
+    ``register_model``, registered as ``attnlab-<task>``; ``promote`` then scores it and the
+    champion on the registered model's benchmark (``benchmark_size`` examples drawn by the first
+    promotion) and gives it the alias when it wins by more than ``margin``. ``parent_run_id``
+    makes the run a child of that MLflow run. ``probe`` is a ``[source, target]`` pair plotted
+    first, its attention returned as ``probe``. ``command`` names the promoting command in the
+    decision's records.
     """
     experiment = experiment or tracking.experiment_name(config.task)
-    tags = {"prefect.flow_run_id": str(flow_run.id or ""), "prefect.flow_run_name": str(flow_run.name or "")}
+    tags = flow_run_tags()
     if parent_run_id:
         tags["mlflow.parentRunId"] = parent_run_id
-    seconds: dict[str, float] = {}
-    with _timed(seconds, "start_run"):
+    watch = Stopwatch()
+    with watch("start_run"):
         run_id = tasks.start_run(config, experiment, tags)
     workdir = Path(tempfile.mkdtemp(prefix="attnlab-run-"))
     try:
-        summary = _steps(config, run_id, workdir, seconds, register_model and promote, register_model, probe)
+        promotion_settings = (margin, benchmark_size, experiment, command) if register_model and promote else None
+        summary = _steps(config, run_id, workdir, watch, promotion_settings, register_model, probe)
         with _no_sigint():
             tracking.end_run(MlflowClient(), run_id, "FINISHED")
     except BaseException as exc:
-        interrupted = isinstance(exc, (KeyboardInterrupt, SystemExit)) or type(exc).__name__ == "TerminationSignal"
         with _no_sigint():
             tracking.end_run(
                 MlflowClient(),
                 run_id,
-                "KILLED" if interrupted else "FAILED",
+                ending_status(exc),
                 error=f"{type(exc).__name__}: {exc}",
-                checkpoint=workdir / "checkpoint.pt" if interrupted else None,
+                checkpoint=workdir / "checkpoint.pt" if is_interrupt(exc) else None,
             )
         raise
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    store = tracking.resolve_store()
     return {
         "run_id": run_id,
         "experiment": experiment,
-        "tracking_uri": store.tracking_uri,
+        "tracking_uri": store.resolve_store().tracking_uri,
         "status": "FINISHED",
         **summary,
         "prefect_flow_run_id": tags["prefect.flow_run_id"],
-        "step_seconds": seconds,
+        "step_seconds": watch.rounded(),
     }
 
 
 def dataset(config: ExperimentConfig) -> Path:
     """The data file of ``config`` (generated, or cached on its inputs). A cached path whose file
     was deleted since is generated again."""
-    inputs = (tasks.data_spec(config), _plugin_version(config.task))
+    inputs = (data_spec(config), _plugin_version(config.task))
     data = tasks.generate_data(*inputs)
     if not data.exists():
         data = tasks.generate_data.with_options(refresh_cache=True)(*inputs)
     return data
 
 
-@contextmanager
-def _timed(seconds: dict[str, float], step: str) -> Iterator[None]:
-    started = time.perf_counter()
-    try:
-        yield
-    finally:
-        seconds[step] = round(seconds.get(step, 0.0) + time.perf_counter() - started, 3)
-
-
 def _steps(
     config: ExperimentConfig,
     run_id: str,
     workdir: Path,
-    seconds: dict[str, float],
-    promote: bool,
+    watch: Stopwatch,
+    promotion_settings: tuple[float, int, str, str] | None,
     register: bool,
     probe: list[str] | None,
 ) -> dict[str, Any]:
-    with _timed(seconds, "data"):
+    with watch("data"):
         data = dataset(config)
         tasks.log_dataset(run_id, config, data)
-    with _timed(seconds, "train"):
+    with watch("train"):
         trained = tasks.train(config, data, run_id, workdir)
-    with _timed(seconds, "evaluate"):
+    with watch("evaluate"):
         evaluation = tasks.evaluate_bundle(trained.bundle, data, config.beam_size, str(config.torch_device()))
-    with _timed(seconds, "plot"):
-        sources, targets = tasks.pick_examples(evaluation)
+    with watch("plot"):
+        sources, targets = pick_examples(evaluation.predictions)
         if probe:
             sources, targets = [probe[0], *sources], [probe[1], *targets]
         attention = tasks.plot_attention(trained.bundle, sources, targets, workdir / "attention")
@@ -147,23 +147,19 @@ def _steps(
         "train_seconds": trained.train_seconds,
         "parameters": float(trained.parameters),
     }
-    score = float(evaluation.metrics[tracking.CHAMPION_METRIC.removeprefix("test_")])
-    name = tracking.model_name(config.task)
-    with _timed(seconds, "log"):
+    with watch("log"):
         tasks.log_results(run_id, evaluation, attention, extra)
-    with _timed(seconds, "register"):
-        examples = sources[:3] or evaluation.predictions["source"].head(1).tolist()
-        model: dict[str, Any] = {"name": name, "version": None, "uri": None, "champion": False, "champion_version": None, "previous_champion": None}
+    examples = sources[:3] or evaluation.predictions["source"].head(1).tolist()
+    with watch("register"):
         if register:
-            version = tasks.register_model(run_id, trained.bundle, config, score, examples)
-            model.update(version=version, uri=f"models:/{name}/{version}")
-            if promote:
-                promotion = tasks.promote_champion(name, version, score)
-                model.update(
-                    champion=promotion.champion, champion_version=promotion.champion_version, previous_champion=promotion.previous
-                )
+            test_score = float(evaluation.metrics["exact_match"])
+            version = tasks.register_model(run_id, trained.bundle, config, test_score, examples)
+            model = registered(config.task, version)
         else:
-            model["uri"] = tasks.log_model(run_id, trained.bundle, config, examples)
+            model = {**registered(config.task, None), "uri": tasks.log_model(run_id, trained.bundle, config, examples)}
+    if promotion_settings is not None:
+        with watch("promote"):
+            model.update(promote_version(config, model["version"], run_id, data, *promotion_settings))
     records = json.loads((attention / "weights.json").read_text())
     return {
         "config": {key: getattr(config, key) for key in ("task", "scorer", "encoder", "decoder", "seed")},
@@ -177,6 +173,40 @@ def _steps(
         "by_length": _by_length(evaluation),
         "probe": records[0] if probe and records else None,
         "model": model,
+    }
+
+
+def registered(task: str, version: str | None) -> dict[str, Any]:
+    """The summary's ``model`` entry before any promotion."""
+    name = model_registry.model_name(task)
+    uri = None if version is None else f"models:/{name}/{version}"
+    return {"name": name, "version": version, "uri": uri, "champion": False, "champion_version": None, "previous_champion": None, "decision": None}
+
+
+def promote_version(
+    config: ExperimentConfig, version: str, run_id: str, data: Path, margin: float, benchmark_size: int, experiment: str, command: str
+) -> dict[str, Any]:
+    """Promote registered ``version`` by the one rule, the decision recorded on ``run_id``; the
+    summary's fields about it (``champion``, ``champion_version``, ``previous_champion``,
+    ``decision``, ``benchmark``)."""
+    name = model_registry.model_name(config.task)
+    folder = promotion.scratch_folder()
+    try:
+        benchmark = tasks.prepare_benchmark(config, experiment, benchmark_size, folder)
+        share = tasks.benchmark_overlap(run_id, config, benchmark, data)
+        decision = tasks.promote(name, version, config, benchmark, margin, run_id, command)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    holder = version if decision.promoted else decision.champion_version
+    previous = None
+    if decision.champion_version is not None and decision.champion_version != version:
+        previous = {"version": decision.champion_version, "benchmark_score": decision.champion_score}
+    return {
+        "champion": decision.promoted,
+        "champion_version": holder,
+        "previous_champion": previous,
+        "decision": decision.as_dict(),
+        "benchmark": {"run_id": benchmark.run_id, "size": benchmark.size, "overlap": share},
     }
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from attnlab.flows import cli, tasks
+from attnlab.flows import cli, cli_support, tasks
 from attnlab.flows.tracking import config_params
 
 from _flowkit import KNOWN_DATES, TINY, assert_one_line_error, client_for, point_at
@@ -25,7 +25,7 @@ SUMMARY_KEYS = {
     "final_epoch", "metrics", "model", "prefect_flow_run_id", "ui", "timings", "parameters", "history",
     "by_length", "probe",
 }  # fmt: skip
-MODEL_KEYS = {"name", "version", "uri", "champion", "champion_version", "previous_champion"}
+MODEL_KEYS = {"name", "version", "uri", "champion", "champion_version", "previous_champion", "decision", "benchmark"}
 
 
 def attnlab(capsys, *args: str) -> tuple[int, str, str]:
@@ -71,9 +71,12 @@ def test_train_text_summary_ends_with_how_to_open_the_ui(capsys, empty_store):
     lines = out.strip().splitlines()
     assert lines[0].startswith("run ") and "experiment cli-text" in lines[0]
     assert lines[1].startswith("test:  exact_match")
-    assert "model: attnlab-date version 1" in lines[2] and "new champion" in lines[2]
+    assert lines[2] == "model: attnlab-date version 1 (models:/attnlab-date/1)"
+    assert lines[3].startswith("promotion on the benchmark (500 examples, run ")
+    assert lines[3].endswith("new champion: first champion: no model held the alias (challenger 0.0000)")
     assert lines[-1].startswith("open the MLflow UI: attnlab ui")
-    run = client_for(empty_store).search_runs([client_for(empty_store).get_experiment_by_name("cli-text").experiment_id])[0]
+    run = client_for(empty_store).get_run(lines[0].split()[1])
+    assert run.info.experiment_id == client_for(empty_store).get_experiment_by_name("cli-text").experiment_id
     assert run.data.tags["scorer"] == "additive"
 
 
@@ -141,7 +144,7 @@ def test_unreachable_tracking_server_is_reported_before_training(capsys, monkeyp
 def test_config_merging_order(tmp_path):
     config = tmp_path / "c.yaml"
     config.write_text("epochs: 5\nseed: 1\nscorer_options: {heads: 2}\nscorer: multihead\n")
-    built = cli.build_config(config, {"epochs": 3, "seed": None}, ["scorer.heads=8", "hidden_size=32", "test_task.max_year=2040"])
+    built = cli_support.build_config(config, {"epochs": 3, "seed": None}, ["scorer.heads=8", "hidden_size=32", "test_task.max_year=2040"])
     assert (built.epochs, built.seed, built.scorer, built.scorer_options, built.hidden_size) == (3, 1, "multihead", {"heads": 8}, 32)
     assert built.test_task_options == {"max_year": 2040}
     assert config_params(built)["scorer_options"] == '{"heads": 8}'
@@ -238,7 +241,10 @@ def test_plugins_lists_every_group_and_marks_broken_ones(capsys, make_distributi
 
 
 def test_ui_command_serves_the_embedded_store_on_loopback(empty_store):
-    command = cli.ui_command("127.0.0.1", 5123)
+    from attnlab.flows.servers import mlflow_ui_command
+    from attnlab.flows.store import resolve_store
+
+    command = mlflow_ui_command(resolve_store(), "127.0.0.1", 5123)
     assert command[1:4] == ["-m", "mlflow", "server"]
     assert command[command.index("--backend-store-uri") + 1] == f"sqlite:///{empty_store / 'mlflow.db'}"
     assert command[command.index("--default-artifact-root") + 1] == (empty_store / "artifacts").as_uri()

@@ -15,6 +15,7 @@ from prefect.states import Failed
 from attnlab.bundle import save_bundle
 from attnlab.config import ExperimentConfig
 from attnlab.evaluate import Evaluation
+from attnlab.examples import pick_examples, sample_predictions
 from attnlab.flows import tasks, tracking
 from attnlab.flows.errors import TrackingUnavailable
 from attnlab.flows.pyfunc import source_texts
@@ -54,8 +55,8 @@ def _evaluation(correct: list[bool]) -> Evaluation:
 
 def test_examples_and_tables_put_wrong_predictions_first():
     evaluation = _evaluation([True, False, True, True, False, False])
-    assert tasks.pick_examples(evaluation, 4) == (["s1", "s4", "s0", "s2"], ["t"] * 4)
-    sample = tracking.sample_predictions(evaluation.predictions, rows=4)
+    assert pick_examples(evaluation.predictions, 4) == (["s1", "s4", "s0", "s2"], ["t"] * 4)
+    sample = sample_predictions(evaluation.predictions, rows=4)
     assert list(sample["source"]) == ["s1", "s4", "s5", "s0"]
     assert tracking.evaluation_metrics(evaluation) == {"test_exact_match": 0.5}  # NaN left out
 

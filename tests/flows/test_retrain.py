@@ -13,9 +13,11 @@ import pytest
 from mlflow import MlflowClient
 
 from attnlab.config import ExperimentConfig
-from attnlab.flows import promotion
-from attnlab.flows.retrain_flow import promotion_lock, retrain_flow
-from attnlab.flows.tracking import CHAMPION
+from attnlab.flows import benchmark_store, promotion
+from attnlab.flows.model_registry import CHAMPION
+from attnlab.flows.promotion_lock import promotion_lock
+from attnlab.flows.retrain_flow import retrain_flow
+from attnlab.promotion import Decision
 
 from _flowkit import LEARNS, TINY, client_for, point_at
 
@@ -30,28 +32,6 @@ def champion(client: MlflowClient, name: str = NAME) -> str | None:
 
 def version_tags(client: MlflowClient, version: str) -> dict[str, str]:
     return client.get_model_version(NAME, version).tags
-
-
-# --------------------------------------------------------------------------- the rule
-
-
-@pytest.mark.parametrize(
-    "challenger, champion_score, margin, promoted",
-    [
-        (0.9, None, 0.0, True),  # no champion yet
-        (0.9, 0.8, 0.0, True),
-        (0.8, 0.8, 0.0, False),  # equal never wins
-        (0.7, 0.8, 0.0, False),
-        (0.85, 0.8, 0.05, False),  # a difference equal to the margin is not enough
-        (0.75, 0.7, 0.05, False),  # ... also where float subtraction gives 0.0500000000000000444
-        (0.86, 0.8, 0.05, True),
-        (float("nan"), None, 0.0, False),
-    ],
-)
-def test_decide_needs_more_than_the_margin(challenger, champion_score, margin, promoted):
-    decided, reason = promotion.decide(challenger, champion_score, margin)
-    assert decided is promoted
-    assert reason
 
 
 # --------------------------------------------------------------------------- the flow
@@ -86,14 +66,14 @@ def test_first_retrain_fixes_the_benchmark_and_takes_the_alias(retrains, tmp_pat
     version = first["challenger"]["model"]["version"]
     assert first["decision"]["promoted"] is True and first["decision"]["champion_version"] is None
     tags = version_tags(client, version)
-    assert tags["retrain.promoted"] == "true" and tags["retrain.reason"].startswith("first champion")
-    assert tags["retrain.champion_score"] == "none" and tags["retrain.run_id"] == first["run_id"]
+    assert tags["promotion.promoted"] == "true" and tags["promotion.reason"].startswith("first champion")
+    assert tags["promotion.champion_score"] == "none" and tags["promotion.run_id"] == first["run_id"]
     # The benchmark: a run of its own, pointed at by the registered model, same for every retrain.
     model = client.get_registered_model(NAME)
-    bench_run = model.tags[promotion.BENCHMARK_RUN_TAG]
+    bench_run = model.tags[benchmark_store.BENCHMARK_RUN_TAG]
     assert {runs[k]["benchmark"]["run_id"] for k in ("first", "equal", "better", "worse")} == {bench_run}
     assert all(runs[k]["benchmark"]["size"] == BENCHMARK for k in ("first", "equal", "better", "worse"))
-    path = client.download_artifacts(bench_run, promotion.BENCHMARK_ARTIFACT, str(tmp_path))
+    path = client.download_artifacts(bench_run, benchmark_store.BENCHMARK_ARTIFACT, str(tmp_path))
     stored = json.loads(open(path, encoding="utf-8").read())
     assert len(stored["examples"]) == BENCHMARK and stored["task"] == "date"
     assert client.get_run(bench_run).data.tags["attnlab.kind"] == "benchmark"
@@ -125,7 +105,7 @@ def test_an_equal_challenger_does_not_take_the_alias(retrains):
     assert decision["challenger_score"] == decision["champion_score"]
     assert decision["champion_version"] == runs["first"]["challenger"]["model"]["version"]
     tags = version_tags(client, decision["challenger_version"])
-    assert tags["retrain.promoted"] == "false" and "does not beat" in tags["retrain.reason"]
+    assert tags["promotion.promoted"] == "false" and "does not beat" in tags["promotion.reason"]
     metrics = client.get_run(runs["equal"]["run_id"]).data.metrics
     assert metrics["promoted"] == 0.0 and metrics["margin"] == 0.0
     assert metrics["challenger_score"] == metrics["champion_score"]
@@ -142,12 +122,12 @@ def test_a_better_challenger_takes_the_alias_and_a_worse_one_does_not(retrains):
     assert worse["challenger_score"] < worse["champion_score"]
     assert champion(client) == better["challenger_version"]
     tags = version_tags(client, better["challenger_version"])
-    assert tags["retrain.promoted"] == "true" and "beats champion" in tags["retrain.reason"]
-    assert float(tags["retrain.challenger_score"]) == better["challenger_score"]
-    assert float(tags["retrain.champion_score"]) == better["champion_score"]
+    assert tags["promotion.promoted"] == "true" and "beats champion" in tags["promotion.reason"]
+    assert float(tags["promotion.challenger_score"]) == better["challenger_score"]
+    assert float(tags["promotion.champion_score"]) == better["champion_score"]
     run = client.get_run(runs["better"]["run_id"]).data
-    assert run.metrics["promoted"] == 1.0 and run.tags["retrain.promoted"] == "true"
-    assert run.tags["retrain.challenger_version"] == better["challenger_version"]
+    assert run.metrics["promoted"] == 1.0 and run.tags["promotion.promoted"] == "true"
+    assert run.tags["promotion.challenger_version"] == better["challenger_version"]
 
 
 @pytest.mark.slow
@@ -168,21 +148,21 @@ def test_a_challenger_that_fails_after_registration_is_not_promoted(retrains, mo
     point_at(folder, monkeypatch)
     client = client_for(folder)
     before = champion(client)
-    real = promotion.benchmark_score
+    real = promotion.load_version
 
-    def champion_unreadable(client, name, version, examples, beam_size=1):
+    def champion_unreadable(client, name, version):
         if str(version) == before:
             raise RuntimeError("champion model cannot be loaded")
-        return real(client, name, version, examples, beam_size)
+        return real(client, name, version)
 
-    monkeypatch.setattr(promotion, "benchmark_score", champion_unreadable)
+    monkeypatch.setattr(promotion, "load_version", champion_unreadable)
     state = retrain_flow(ExperimentConfig(**TINY), return_state=True)
     assert state.is_failed() and "champion model cannot be loaded" in state.message
     assert champion(client) == before
     newest = max(int(v.version) for v in client.search_model_versions(f"name='{NAME}'"))
     tags = version_tags(client, str(newest))
-    assert tags["retrain.promoted"] == "false"
-    assert "retrain failed before the decision" in tags["retrain.reason"] and "cannot be loaded" in tags["retrain.reason"]
+    assert tags["promotion.promoted"] == "false"
+    assert "failed before the decision" in tags["promotion.reason"] and "cannot be loaded" in tags["promotion.reason"]
 
 
 def test_bad_margin_fails_before_anything_runs(empty_store):
@@ -205,7 +185,7 @@ def test_an_unreachable_tracking_server_fails_the_retrain_with_the_reason(monkey
 # --------------------------------------------------------------------------- concurrency
 
 
-def _race(client: MlflowClient, name: str, lock_for) -> tuple[str, dict[str, promotion.Decision]]:
+def _race(client: MlflowClient, name: str, lock_for) -> tuple[str, dict[str, Decision]]:
     """Champion A (0.5); challengers B (0.9) and C (0.7) promote at once. Scoring the champion
     takes B 0.2 s and C 1.0 s, so without a lock both compare with A and C's alias lands last.
     (final alias holder, decisions by challenger)."""
@@ -214,7 +194,7 @@ def _race(client: MlflowClient, name: str, lock_for) -> tuple[str, dict[str, pro
     label_of = {str(v): k for k, v in versions.items()}
     client.set_registered_model_alias(name, CHAMPION, versions["A"])
     scores, delays = {"A": 0.5, "B": 0.9, "C": 0.7}, {"B": 0.2, "C": 1.0}
-    decisions: dict[str, promotion.Decision] = {}
+    decisions: dict[str, Decision] = {}
     errors: list[BaseException] = []
     start = threading.Barrier(2)
 
@@ -229,7 +209,7 @@ def _race(client: MlflowClient, name: str, lock_for) -> tuple[str, dict[str, pro
     def contender(me: str) -> None:
         try:
             start.wait()
-            decisions[me] = promotion.promote(client, name, versions[me], score_for(me), 0.0, lock_for(name))
+            decisions[me] = promotion.compare_and_set(client, name, versions[me], score_for(me), 0.0, lambda: lock_for(name))
         except BaseException as exc:  # noqa: BLE001  reported below
             errors.append(exc)
 

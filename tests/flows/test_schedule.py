@@ -161,7 +161,7 @@ def test_runs_triggered_by_hand_are_executed_and_a_failure_does_not_stop_the_ser
     assert len(versions) == 1
     version = versions[0]
     assert str(client.get_registered_model("attnlab-date").aliases["champion"]) == str(version.version)
-    assert version.tags["retrain.promoted"] == "true" and version.tags["retrain.reason"].startswith("first champion")
+    assert version.tags["promotion.promoted"] == "true" and version.tags["promotion.reason"].startswith("first champion")
     expected = f"attnlab-date version {version.version} promoted to champion"
     for _ in range(40):  # the serving process writes its log lines shortly after the run ends
         served_log = (service.root / "schedule.err").read_text()
@@ -169,7 +169,7 @@ def test_runs_triggered_by_hand_are_executed_and_a_failure_does_not_stop_the_ser
             break
         time.sleep(0.5)
     assert expected in served_log
-    retrain_run = client.get_run(version.tags["retrain.run_id"])
+    retrain_run = client.get_run(version.tags["promotion.run_id"])
     assert retrain_run.data.tags["prefect.flow_run_id"] == str(done.id)
     assert retrain_run.info.status == "FINISHED"
 

@@ -15,7 +15,9 @@ from mlflow import MlflowClient
 from mlflow.entities import RunStatus
 
 from attnlab.config import ExperimentConfig
-from attnlab.flows import tasks, tracking
+from attnlab.datasets import data_spec, load_splits
+from attnlab.flows import model_registry, tasks, tracking
+from attnlab.flows import store as tracking_store
 from attnlab.flows.errors import TrackingUnavailable
 
 from _flowkit import KNOWN_DATES, LEARNS, TINY, client_for, point_at, run_flow
@@ -67,7 +69,7 @@ def test_metric_histories_and_test_metrics(learned_store):
     assert metrics["epochs_trained"] == epochs
     by_length = client.get_metric_history(run_id, "test_exact_match_by_length")
     assert by_length and all(0.0 <= m.value <= 1.0 for m in by_length)
-    assert {"start_run", "data", "train", "evaluate", "plot", "log", "register"} == set(summary["step_seconds"])
+    assert {"start_run", "data", "train", "evaluate", "plot", "log", "register", "promote"} == set(summary["step_seconds"])
 
 
 def test_artifacts_heatmaps_weights_tables_data(learned_store):
@@ -105,8 +107,8 @@ def test_model_is_registered_with_champion_alias(learned_store):
     assert version.tags["scorer"] == "scaled_dot"
     assert str(client.get_registered_model("attnlab-date").aliases["champion"]) == model["version"]
     # A retried registration reuses the run's version instead of adding one.
-    tracking.use_store(tracking.Store(f"sqlite:///{store / 'mlflow.db'}", store))
-    again = tracking.log_and_register_model(client, summary["run_id"], Path("unused"), ExperimentConfig(**LEARNS), 0.5, [])
+    tracking_store.use_store(tracking_store.Store(f"sqlite:///{store / 'mlflow.db'}", store))
+    again = model_registry.log_and_register_model(client, summary["run_id"], Path("unused"), ExperimentConfig(**LEARNS), 0.5, [])
     assert again == model["version"]
     assert float(client.get_model_version("attnlab-date", again).tags["test_exact_match"]) == 0.5
     client.set_model_version_tag("attnlab-date", again, "test_exact_match", version.tags["test_exact_match"])
@@ -147,18 +149,35 @@ def test_champion_moves_only_to_a_better_model(tmp_path):
     assert len(client.search_model_versions("name='attnlab-date'")) == 3
 
 
-def test_promotion_rule(empty_store):
-    client = client_for(tracking.use_store().folder)
-    source = empty_store.as_uri()
-    client.create_registered_model("attnlab-x")
-    scores = {"1": 0.5, "2": 0.4, "3": 0.5, "4": 0.9}
-    results = {}
-    for version, score in scores.items():
-        created = client.create_model_version("attnlab-x", source, tags={"test_exact_match": repr(score)})
-        assert str(created.version) == version
-        results[version] = tracking.promote_if_better(client, "attnlab-x", version, score).champion
-    assert results == {"1": True, "2": False, "3": False, "4": True}
-    assert str(client.get_registered_model("attnlab-x").aliases["champion"]) == "4"
+def test_promotion_scores_both_models_on_the_benchmark_and_records_the_decision(tmp_path):
+    store = tmp_path / "mlflow"
+    first = run_flow(store, **TINY)
+    better = run_flow(store, **LEARNS)
+    decision, benchmark = better["model"]["decision"], better["model"]["benchmark"]
+    assert decision["promoted"] and decision["champion_version"] == first["model"]["version"]
+    assert decision["challenger_score"] > decision["champion_score"]
+    assert benchmark["run_id"] == first["model"]["benchmark"]["run_id"]  # drawn once per model
+    client = client_for(store)
+    tags = client.get_model_version("attnlab-date", better["model"]["version"]).tags
+    assert tags["promotion.promoted"] == "true" and tags["promotion.command"] == "train"
+    assert tags["promotion.run_id"] == better["run_id"] and float(tags["promotion.challenger_score"]) == decision["challenger_score"]
+    run = client.get_run(better["run_id"]).data
+    assert run.metrics["promoted"] == 1.0 and run.metrics["champion_score"] == decision["champion_score"]
+    assert 0.0 <= run.metrics["benchmark_overlap"] < 1.0
+    assert benchmark["size"] == 500  # the benchmark's examples, not the run's 100 test examples
+
+
+def test_a_config_incomparable_with_the_benchmark_is_registered_but_not_promoted(tmp_path):
+    store = tmp_path / "mlflow"
+    first = run_flow(store, **{**TINY, "task": "reverse"})  # benchmark: lengths 5-20
+    short = run_flow(store, **{**TINY, "task": "reverse", "task_options": {"max_length": 8}})
+    decision = short["model"]["decision"]
+    assert short["model"]["version"] == "2" and short["model"]["champion"] is False
+    assert decision["promoted"] is False and decision["challenger_score"] is None
+    assert decision["reason"].startswith("not comparable with the benchmark") and "at most 8" in decision["reason"]
+    client = client_for(store)
+    assert str(client.get_registered_model("attnlab-reverse").aliases["champion"]) == first["model"]["version"]
+    assert client.get_model_version("attnlab-reverse", "2").tags["promotion.promoted"] == "false"
 
 
 def test_interrupted_run_ends_killed_with_metrics_and_checkpoint(tmp_path, monkeypatch):
@@ -217,8 +236,8 @@ def test_data_generation_is_cached_on_its_inputs_and_passed_as_a_file():
     from prefect import flow
 
     config = ExperimentConfig(train_size=30, validation_size=10, test_size=10, seed=123)
-    spec = tasks.data_spec(config)
-    assert tasks.data_spec(config.model_copy(update={"hidden_size": 7, "scorer": "dot"})) == spec
+    spec = data_spec(config)
+    assert data_spec(config.model_copy(update={"hidden_size": 7, "scorer": "dot"})) == spec
 
     @flow
     def twice():
@@ -228,7 +247,7 @@ def test_data_generation_is_cached_on_its_inputs_and_passed_as_a_file():
     first, second = twice()
     assert first.is_completed() and second.name == "Cached"
     assert first.result() == second.result() and first.result().parent == tasks.cache_dir()
-    splits = tasks.load_splits(first.result())
+    splits = load_splits(first.result())
     assert [len(part) for _, part in splits.items()] == [30, 10, 10]
     assert splits.train[0].alignment and isinstance(splits.train[0].alignment[0], tuple)
 
@@ -243,8 +262,8 @@ def test_test_task_options_change_the_data():
     longer = ExperimentConfig(**base, test_task_options={"min_length": 8, "max_length": 9})
     paths = flow(lambda: (dataset(plain), dataset(longer)), name="two-datasets")()
     assert paths[0] != paths[1]
-    assert max(len(ex.source) for ex in tasks.load_splits(paths[0]).test) <= 5
-    assert min(len(ex.source) for ex in tasks.load_splits(paths[1]).test) >= 8
+    assert max(len(ex.source) for ex in load_splits(paths[0]).test) <= 5
+    assert min(len(ex.source) for ex in load_splits(paths[1]).test) >= 8
 
 
 def test_a_deleted_data_file_is_generated_again():
@@ -294,13 +313,13 @@ def test_store_location_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     monkeypatch.delenv("ATTNLAB_MLFLOW_DIR", raising=False)
     monkeypatch.chdir(tmp_path)
-    store = tracking.resolve_store()
-    assert store.tracking_uri == f"sqlite:///{tmp_path / 'mlflow' / 'mlflow.db'}"
-    assert store.artifact_root == tmp_path / "mlflow" / "artifacts"
+    where = tracking_store.resolve_store()
+    assert where.tracking_uri == f"sqlite:///{tmp_path / 'mlflow' / 'mlflow.db'}"
+    assert where.artifact_root == tmp_path / "mlflow" / "artifacts"
     point_at(tmp_path / "elsewhere", monkeypatch)
-    assert tracking.resolve_store().folder == tmp_path / "elsewhere"
+    assert tracking_store.resolve_store().folder == tmp_path / "elsewhere"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:5999")
-    assert tracking.resolve_store() == tracking.Store("http://127.0.0.1:5999")
+    assert tracking_store.resolve_store() == tracking_store.Store("http://127.0.0.1:5999")
 
 
 def test_the_embedded_store_stays_embedded_after_use(monkeypatch, tmp_path):
@@ -308,10 +327,10 @@ def test_the_embedded_store_stays_embedded_after_use(monkeypatch, tmp_path):
     inherit it) must still put artifacts under <dir>/artifacts, not ./mlruns."""
     monkeypatch.chdir(tmp_path)
     point_at(tmp_path / "store", monkeypatch)
-    first = tracking.use_store()
+    first = tracking_store.use_store()
     assert os.environ["MLFLOW_TRACKING_URI"] == first.tracking_uri
-    assert tracking.resolve_store() == first and first.folder == tmp_path / "store"
+    assert tracking_store.resolve_store() == first and first.folder == tmp_path / "store"
     client = MlflowClient()
-    experiment_id = tracking.ensure_experiment(client, "placed", tracking.resolve_store())
+    experiment_id = tracking.ensure_experiment(client, "placed", tracking_store.resolve_store())
     assert client.get_experiment(experiment_id).artifact_location == (tmp_path / "store" / "artifacts" / "placed").as_uri()
     assert not (tmp_path / "mlruns").exists()

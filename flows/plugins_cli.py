@@ -1,0 +1,90 @@
+"""``attnlab plugins`` (every installed plugin per group, ``--check`` probes each one) and
+``attnlab ui`` (the MLflow UI on the embedded store)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import typer
+
+from attnlab.flows.cli_support import fail, serve
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``plugins`` and ``ui`` to the ``attnlab`` app."""
+    app.command()(plugins)
+    app.command()(ui)
+
+
+def plugin_table(check: bool = False) -> dict[str, list[dict[str, Any]]]:
+    """Every installed plugin of every group; broken ones carry their error. With ``check``, each
+    one that loads is also probed with its default options (attnlab.testing.check_plugin): a
+    contract violation makes it broken, and ``note`` says when it could not be checked."""
+    from attnlab.plugins import GROUPS, PluginError, describe_plugins, load_plugin
+
+    if check:
+        from attnlab.testing import check_plugin
+    table: dict[str, list[dict[str, Any]]] = {}
+    for group in GROUPS:
+        rows = []
+        for info in describe_plugins(group):
+            row = {"name": info.name, "target": info.target, "distribution": info.distribution, "ok": True, "error": None}
+            try:
+                load_plugin(group, info.name)
+                if check:
+                    row["note"] = check_plugin(group, info.name)
+            except PluginError as exc:
+                row.update(ok=False, error=" ".join(str(exc).split()))
+            rows.append(row)
+        table[group] = rows
+    return table
+
+
+def plugins(
+    json_output: bool = typer.Option(False, "--json", help="print one JSON object"),
+    check: bool = typer.Option(
+        False, "--check", help="also run each plugin once on a tiny batch and check its contract (exit 1 if any is broken)"
+    ),
+) -> None:
+    """List every installed plugin per group, with its distribution; broken ones show their error."""
+    table = plugin_table(check)
+    broken = sum(not row["ok"] for rows in table.values() for row in rows)
+    if json_output:
+        typer.echo(json.dumps(table))
+    else:
+        for group, rows in table.items():
+            typer.echo(f"{group} (entry-point group attnlab.{group})")
+            width = max((len(row["name"]) for row in rows), default=0)
+            dist_width = max((len(row["distribution"]) for row in rows), default=0)
+            for row in rows:
+                status = row["target"] if row["ok"] else f"BROKEN: {row['error']}"
+                if row["ok"] and check:
+                    status += f"  ({row['note']})" if row.get("note") else "  ok"
+                typer.echo(f"  {row['name']:<{width}}  {row['distribution']:<{dist_width}}  {status}")
+            if not rows:
+                typer.echo("  (none installed)")
+        if check:
+            typer.echo(f"{broken} broken plugin(s)" if broken else "every plugin keeps its contract")
+    if check and broken:
+        raise typer.Exit(1)
+
+
+def ui(
+    host: str = typer.Option("127.0.0.1", metavar="HOST", help="interface to bind (keep 127.0.0.1 unless you mean to share it)"),
+    port: int = typer.Option(5000, metavar="PORT", help="port"),
+) -> None:
+    """Start the MLflow UI on the embedded store (Ctrl-C stops it)."""
+    from attnlab.flows.servers import mlflow_ui_command, port_free
+    from attnlab.flows.store import resolve_store
+
+    store = resolve_store()
+    if not store.embedded and store.tracking_uri.startswith(("http://", "https://")):
+        typer.echo(f"runs are tracked on {store.tracking_uri} (MLFLOW_TRACKING_URI); open it in a browser")
+        return
+    problem = port_free(port, host)
+    if problem:
+        raise fail(f"cannot listen on {host}:{port}: {problem}; choose another with --port")
+    command = mlflow_ui_command(store, host, port)
+    typer.echo(f"MLflow UI of {store.tracking_uri} on http://{host}:{port} (ready in ~10-20 s; Ctrl-C stops it)", err=True)
+    raise typer.Exit(serve(command))

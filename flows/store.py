@@ -1,0 +1,134 @@
+"""Where attnlab's MLflow store is, whether it answers, and MLflow's error codes.
+
+``MLFLOW_TRACKING_URI`` when set (a tracking server, used as is); otherwise the embedded store
+``sqlite:///<dir>/mlflow.db`` with artifacts under ``<dir>/artifacts``, where ``<dir>`` is
+``ATTNLAB_MLFLOW_DIR`` or ``./mlflow``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import mlflow
+from mlflow import MlflowClient
+from mlflow.exceptions import MlflowException
+from mlflow.protos.databricks_pb2 import RESOURCE_ALREADY_EXISTS, RESOURCE_DOES_NOT_EXIST, ErrorCode
+
+from attnlab.flows.errors import TrackingUnavailable
+
+DEFAULT_DIR = "mlflow"
+
+
+@dataclass(frozen=True)
+class Store:
+    """Where runs go: the tracking URI and, for the embedded store, its folder."""
+
+    tracking_uri: str
+    folder: Path | None = None  # None: a tracking server decides where artifacts go
+
+    @property
+    def embedded(self) -> bool:
+        return self.folder is not None
+
+    @property
+    def artifact_root(self) -> Path | None:
+        return self.folder / "artifacts" if self.folder is not None else None
+
+
+def resolve_store() -> Store:
+    """The store this process logs to (see the module docstring).
+
+    A ``MLFLOW_TRACKING_URI`` of the form ``sqlite:///<dir>/mlflow.db`` is an embedded store in
+    ``<dir>``: :func:`use_store` exports the embedded store's URI that way (``mlflow.set_tracking_uri``
+    sets the variable, for child processes), and its artifacts must still go to ``<dir>/artifacts``.
+    """
+    uri = os.environ.get("MLFLOW_TRACKING_URI", "").strip()
+    if uri.startswith("sqlite:///") and uri.endswith("/mlflow.db"):
+        return Store(uri, Path(uri.removeprefix("sqlite:///")).parent.resolve())
+    if uri:
+        return Store(uri)
+    folder = Path(os.environ.get("ATTNLAB_MLFLOW_DIR", "").strip() or DEFAULT_DIR).expanduser().resolve()
+    return Store(f"sqlite:///{folder / 'mlflow.db'}", folder)
+
+
+def use_store(store: Store | None = None) -> Store:
+    """Point this process's MLflow at ``store`` (default: :func:`resolve_store`); returns it."""
+    store = store or resolve_store()
+    if store.embedded:
+        store.folder.mkdir(parents=True, exist_ok=True)
+    mlflow.set_tracking_uri(store.tracking_uri)
+    return store
+
+
+@contextlib.contextmanager
+def _quick_http(timeout: float) -> Iterator[None]:
+    """Fail fast instead of MLflow's default 7 retries with back-off and 120 s timeout."""
+    names = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": str(max(1, round(timeout)))}
+    saved = {name: os.environ.get(name) for name in names}
+    os.environ.update(names)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def reason(exc: BaseException) -> str:
+    """A short reason for a connection failure, without the wall of nested exceptions."""
+    text = str(exc)
+    for needle, short in (
+        ("Connection refused", "connection refused"),
+        ("Name or service not known", "unknown host"),
+        ("nodename nor servname", "unknown host"),
+        ("timed out", "no answer in time"),
+        ("Read timed out", "no answer in time"),
+    ):
+        if needle in text:
+            return short
+    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    return first if len(first) <= 160 else first[:157] + "..."
+
+
+def check_store(store: Store, timeout: float = 3.0) -> None:
+    """Raise TrackingUnavailable (one line) unless ``store`` answers within about ``timeout`` s.
+
+    For the embedded store this creates the folder and the database on first use.
+    """
+    if store.embedded:
+        try:
+            store.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise TrackingUnavailable(f"cannot create the MLflow folder {store.folder}: {exc.strerror}") from exc
+    try:
+        with _quick_http(timeout):
+            MlflowClient(store.tracking_uri).search_experiments(max_results=1)
+    except Exception as exc:
+        hint = (
+            "start the server or unset MLFLOW_TRACKING_URI to use the embedded store"
+            if not store.embedded
+            else "check ATTNLAB_MLFLOW_DIR"
+        )
+        raise TrackingUnavailable(
+            f"cannot reach the MLflow tracking store {store.tracking_uri}: {reason(exc)}; {hint}"
+        ) from exc
+
+
+def _error_code(exc: MlflowException) -> int:
+    return ErrorCode.Value(exc.error_code) if isinstance(exc.error_code, str) else exc.error_code
+
+
+def is_missing(exc: BaseException) -> bool:
+    """True for MLflow's 'does not exist' errors (no such model, version, alias, run)."""
+    return isinstance(exc, MlflowException) and _error_code(exc) == RESOURCE_DOES_NOT_EXIST
+
+
+def already_exists(exc: BaseException) -> bool:
+    """True for MLflow's 'already exists' errors (something created concurrently)."""
+    return isinstance(exc, MlflowException) and _error_code(exc) == RESOURCE_ALREADY_EXISTS

@@ -1,0 +1,156 @@
+"""``attnlab train``: validate the command line, check MLflow, run the train flow, print the summary
+(one line per epoch while it runs)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from attnlab.flows.cli_support import (
+    CLI_FIELDS,
+    STARTED,
+    build_config,
+    check_config,
+    fail,
+    interrupts_quietly,
+    preload,
+    progress_handler,
+    quiet,
+    ui_hint,
+    user_errors,
+)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``train`` to the ``attnlab`` app."""
+    app.command()(train)
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    """The human summary of a train run (the JSON summary's main fields)."""
+    metrics = summary["metrics"]
+    names = ("exact_match", "char_accuracy", "alignment_accuracy", "attention_entropy")
+    shown = "  ".join(f"{name} {metrics['test_' + name]:.4f}" for name in names if "test_" + name in metrics)
+    model = summary["model"]
+    decision = model.get("decision")
+    if decision is None:
+        verdict = "registered, not promoted"
+    elif model["champion"]:
+        verdict = f"new champion: {decision['reason']}"
+    else:
+        holder = f"version {model['champion_version']} keeps the alias" if model["champion_version"] else "no champion"
+        verdict = f"not champion ({holder}): {decision['reason']}"
+    benchmark = summary["model"].get("benchmark")
+    where = f" on the benchmark ({benchmark['size']} examples, run {benchmark['run_id']})" if benchmark else ""
+    early = ", stopped early" if summary["stopped_early"] else ""
+    return "\n".join(
+        [
+            f"run {summary['run_id']} FINISHED in experiment {summary['experiment']}: "
+            f"{summary['epochs']} epoch(s), {summary['train_seconds']:.1f} s training{early}",
+            f"test:  {shown}",
+            f"model: {model['name']} version {model['version']} ({model['uri']})",
+            f"promotion{where}: {verdict}",
+            f"open the MLflow UI: {summary['ui']}",
+        ]
+    )
+
+
+def train(
+    task: Optional[str] = typer.Option(None, metavar="NAME", help="task plugin (default: date); see 'attnlab plugins'"),
+    scorer: Optional[str] = typer.Option(None, metavar="NAME", help="attention scorer plugin (default: scaled_dot)"),
+    encoder: Optional[str] = typer.Option(None, metavar="NAME", help="encoder plugin (default: gru)"),
+    decoder: Optional[str] = typer.Option(None, metavar="NAME", help="decoder plugin (default: rnn)"),
+    epochs: Optional[str] = typer.Option(None, metavar="N", help="most epochs (training stops early at the target exact match)"),
+    seed: Optional[str] = typer.Option(None, metavar="N", help="seed of data, initialisation and batch order"),
+    embedding_dim: Optional[str] = typer.Option(None, metavar="N", help="embedding size"),
+    hidden_size: Optional[str] = typer.Option(None, metavar="N", help="hidden size"),
+    train_size: Optional[str] = typer.Option(None, metavar="N", help="training examples"),
+    batch_size: Optional[str] = typer.Option(None, metavar="N", help="batch size"),
+    learning_rate: Optional[str] = typer.Option(None, metavar="FLOAT", help="Adam learning rate"),
+    beam_size: Optional[str] = typer.Option(None, metavar="N", help="beam size at evaluation (1 = greedy)"),
+    device: Optional[str] = typer.Option(None, metavar="DEVICE", help="auto, cpu, cuda or cuda:N"),
+    config_file: Optional[Path] = typer.Option(
+        None, "--config", metavar="FILE.yaml", help="YAML file of config keys; command-line flags override it"
+    ),
+    option: list[str] = typer.Option(
+        [], "--option", "-o", metavar="KEY=VALUE", help="KEY=VALUE config override, e.g. -o scorer.heads=4 -o validation_size=300"
+    ),
+    experiment: Optional[str] = typer.Option(None, metavar="NAME", help="MLflow experiment (default: attnlab-<task>)"),
+    json_output: bool = typer.Option(False, "--json", help="print the summary as one JSON object"),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="show Prefect's and MLflow's logs"),
+) -> None:
+    """Train, evaluate, plot and register a model (the Prefect train flow), then summarise."""
+    # Numbers arrive as text and are validated with the config, so a bad one is reported with
+    # its value and what is allowed.
+    quiet(verbose)
+    flags = {key: value for key, value in locals().items() if key in CLI_FIELDS}
+    with user_errors():
+        summary = run_training(config_file, flags, option, experiment)
+    if json_output:
+        typer.echo(json.dumps(summary, default=str, ensure_ascii=False))
+    else:
+        typer.echo(format_summary(summary))
+
+
+def run_training(config_file: Path | None, flags: dict[str, Any], options: list[str], experiment: str | None) -> dict[str, Any]:
+    """Validate everything a user gave, check MLflow, run the train flow; its summary with the
+    wall-time split under ``timings``. Prefect's server boots while the rest starts up."""
+    from attnlab.timing import Stopwatch
+
+    watch = Stopwatch(imports=time.perf_counter() - STARTED)
+    with watch("check"):
+        config = build_config(config_file, flags, options)
+        check_config(config)  # before anything starts: a mistake costs ~1.5 s, not a server
+    with watch("prefect_start"):
+        from attnlab.flows.prefect_server import start_in_background, without_heartbeats
+
+        server = start_in_background()
+    with watch("check"):
+        from attnlab.flows.store import check_store, resolve_store
+
+        store = resolve_store()
+        check_store(store)  # an unreachable server is reported before training
+    with watch("imports"):
+        from attnlab.flows.train_flow import train_flow
+        from attnlab.train import TrainingDiverged
+
+        if server is not None:
+            preload()
+    with watch("prefect_start"):
+        if server is not None:
+            server.join()
+    typer.echo(
+        f"training {config.scorer}/{config.encoder}/{config.decoder} on {config.task} "
+        f"({config.train_size}/{config.validation_size}/{config.test_size} examples, up to "
+        f"{config.epochs} epochs); tracking: {store.tracking_uri}",
+        err=True,
+    )
+    if config.compile_loops:
+        typer.echo("compile_loops: the first batches compile the GRU loops (tens of seconds)", err=True)
+    handler = progress_handler()
+    try:
+        with watch("flow"), interrupts_quietly(), without_heartbeats() if server is not None else nullcontext():
+            summary = train_flow(config=config, experiment=experiment)
+    except TrainingDiverged as exc:
+        raise fail(f"training diverged: {exc}", 1) from None
+    except KeyboardInterrupt:
+        raise fail(
+            "interrupted: the MLflow run ended KILLED with its metrics so far and the last "
+            "checkpoint; the champion is unchanged",
+            130,
+        ) from None
+    finally:
+        logging.getLogger("attnlab.progress").removeHandler(handler)
+    watch.seconds["total"] = time.perf_counter() - STARTED
+    summary["ui"] = ui_hint(store)
+    summary["timings"] = {
+        **{key: round(value, 2) for key, value in watch.seconds.items()},
+        "steps": summary.pop("step_seconds", {}),
+    }
+    return summary
