@@ -364,7 +364,7 @@ def probe_task(task: Task, subject: Subject | None = None, examples: int = 20, s
         first = next(i for i, (a, b) in enumerate(zip(drawn, again)) if a != b)
         raise subject.fail(
             f"generate({examples}, seed={seed}) twice (draw only from the rng given to sample())",
-            f"the same examples", f"{drawn[first]!r} then {again[first]!r}",
+            "the same examples", f"{drawn[first]!r} then {again[first]!r}",
         )
     return drawn
 
