@@ -1,10 +1,15 @@
 """Prefect flows and tasks over attnlab's components; all MLflow calls live here.
 
-Modules: ``tracking`` (where MLflow lives and everything a run logs), ``pyfunc`` (the MLflow
-model that serves text), ``tasks`` (thin Prefect tasks), ``train_flow``, ``sweep_flow`` and
-``retrain_flow`` (the wiring), ``promotion`` (the retrain's benchmark and champion decision),
-``servers`` (local server processes), ``cli`` (the ``attnlab`` command; ``sweep_cli`` and
-``service_cli`` add commands).
+Modules, one job each: ``store`` (where MLflow lives, whether it answers), ``tracking`` (what a
+run logs), ``model_registry`` (the pyfunc model, registration, the champion alias),
+``benchmark_store`` (a registered model's benchmark set in MLflow), ``promotion`` and
+``promotion_lock`` (the one promotion rule applied in MLflow, under one lock per model),
+``flow_runs`` (flow-run tags, how an exception ends a run), ``pyfunc`` (the MLflow model that
+serves text), ``tasks`` (thin Prefect tasks), ``train_flow``, ``sweep_flow`` and ``retrain_flow``
+(the wiring), ``servers`` and ``prefect_server`` (server processes), ``cli`` (the ``attnlab``
+command; ``train_cli``, ``predict_cli``, ``plugins_cli``, ``sweep_cli`` and ``service_cli`` add
+its commands; ``cli_support`` what they share). Decisions and pure logic live in the core
+library (``attnlab.promotion``, ``attnlab.benchmark``, ``attnlab.config_sources``, ...).
 
 Importing this package turns Prefect's and MLflow's telemetry (and MLflow's run links on stdout)
 off unless the user already set the variables (``DO_NOT_TRACK=false`` etc. turn it back on). It must run before prefect or mlflow read
