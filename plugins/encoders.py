@@ -38,6 +38,11 @@ class _RecurrentEncoder(Encoder):
         super().__init__(vocab_size, embedding_dim, hidden_size, **options)
         require_positive_int(layers=layers)
         require_probability(dropout=dropout)
+        if dropout > 0 and layers == 1:  # nn.GRU/nn.LSTM would only warn and train without it
+            raise ValueError(
+                f"dropout={dropout} acts between recurrent layers and needs layers >= 2, got layers=1; "
+                "set encoder.layers=2 or leave dropout at 0"
+            )
         self.embedding = nn.Embedding(vocab_size, embedding_dim, padding_idx=PAD_ID)
         self.rnn = self.rnn_class(
             embedding_dim,
@@ -45,7 +50,7 @@ class _RecurrentEncoder(Encoder):
             num_layers=layers,
             batch_first=True,
             bidirectional=self.bidirectional,
-            dropout=dropout if layers > 1 else 0.0,
+            dropout=dropout,
         )
         directions = 2 if self.bidirectional else 1
         # Both directions are merged back to hidden_size so every scorer fits every encoder.
@@ -84,11 +89,11 @@ class _RecurrentEncoder(Encoder):
 
 
 class GRUEncoder(_RecurrentEncoder):
-    """Unidirectional GRU (the seed tutorial's encoder). Options: layers, dropout."""
+    """Unidirectional GRU (the seed tutorial's encoder). Options: layers, dropout (between layers: needs layers >= 2)."""
 
 
 class LSTMEncoder(_RecurrentEncoder):
-    """Unidirectional LSTM. Options: layers, dropout."""
+    """Unidirectional LSTM. Options: layers, dropout (between layers: needs layers >= 2)."""
 
     rnn_class = nn.LSTM
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnlab.plugins import PAD_ID, EncoderOutput, create_plugin, list_plugins, load_plugin
+from attnlab.plugins import PAD_ID, EncoderOutput, PluginError, create_plugin, list_plugins, load_plugin
 from attnlab.testing import check_encoder, check_plugin
 
 VOCAB, EMB, HIDDEN = 12, 6, 8
@@ -65,3 +65,11 @@ def test_batch_invariance(encoder):
         alone = encoder(src[row : row + 1, :length], mask[row : row + 1, :length])
         torch.testing.assert_close(alone.outputs[0], batched.outputs[row, :length], atol=1e-5, rtol=1e-4)
         torch.testing.assert_close(alone.summary[0], batched.summary[row], atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["gru", "lstm", "bigru"])
+def test_recurrent_dropout_without_a_second_layer_is_refused(name):
+    """Dropout acts between recurrent layers: with one layer it would silently do nothing."""
+    with pytest.raises(PluginError, match=r"dropout=0.3 acts between recurrent layers and needs layers >= 2"):
+        create_plugin("encoders", name, 12, 8, 16, dropout=0.3)
+    create_plugin("encoders", name, 12, 8, 16, dropout=0.3, layers=2)
