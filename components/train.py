@@ -92,6 +92,10 @@ def _schedule(optimizer: torch.optim.Optimizer, config: ExperimentConfig, exampl
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
 
 
+#: What a checkpoint holds (all tensors and plain values: it loads weights-only).
+CHECKPOINT_KEYS = frozenset({"config", "model", "optimizer", "schedule", "history", "train_seconds", "rng"})
+
+
 def _save_checkpoint(path: Path, model, optimizer, schedule, result: TrainResult, config: ExperimentConfig) -> None:
     tmp = path.with_suffix(".tmp")
     torch.save(
@@ -110,7 +114,15 @@ def _save_checkpoint(path: Path, model, optimizer, schedule, result: TrainResult
 
 
 def _resume(path: Path, model, optimizer, schedule, config: ExperimentConfig) -> TrainResult:
-    state = torch.load(path, map_location="cpu", weights_only=False)
+    """Load the checkpoint at ``path`` into the model, optimizer and schedule; its history.
+    Weights-only (:func:`attnlab.bundle.load_weights`): a checkpoint is often someone else's file
+    (an artifact of a stopped run), and unpickling anything more could run code."""
+    from attnlab.bundle import RefusedFile, load_weights
+
+    state = load_weights(path)
+    missing = CHECKPOINT_KEYS - state.keys() if isinstance(state, dict) else CHECKPOINT_KEYS
+    if missing:
+        raise RefusedFile(f"{path} is not an attnlab checkpoint (no {', '.join(sorted(missing))})")
     if state["config"] != config.model_dump(mode="json"):
         raise ValueError(
             f"checkpoint {path} was written by a different configuration; "
