@@ -96,19 +96,30 @@ def reason(exc: BaseException) -> str:
     return first if len(first) <= 160 else first[:157] + "..."
 
 
-def check_store(store: Store, timeout: float = 3.0) -> None:
-    """Raise TrackingUnavailable (one line) unless ``store`` answers within about ``timeout`` s.
+def check_store(store: Store, timeout: float = 3.0, writable: bool = True) -> None:
+    """Raise TrackingUnavailable (one line) unless ``store`` answers within about ``timeout`` s
+    and, when ``writable``, a run can write to it.
 
-    For the embedded store this creates the folder and the database on first use.
+    For the embedded store this creates the folder and the database on first use, under the
+    store's file lock (:mod:`attnlab.flows.store_guard`): a store that is damaged, half-migrated
+    or missing beside earlier runs' artifacts is refused, never re-created; a read-only store or a
+    full disk is refused before a run starts.
     """
+    from attnlab.flows import store_guard
+
     if store.embedded:
         try:
             store.folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise TrackingUnavailable(f"cannot create the MLflow folder {store.folder}: {exc.strerror}") from exc
     try:
-        with _quick_http(timeout):
-            MlflowClient(store.tracking_uri).search_experiments(max_results=1)
+        with store_guard.guarded(store.folder) if store.embedded else contextlib.nullcontext():
+            with _quick_http(timeout):
+                MlflowClient(store.tracking_uri).search_experiments(max_results=1)
+        if store.embedded and writable:
+            store_guard.check_writable(store.folder)
+    except TrackingUnavailable:
+        raise
     except Exception as exc:
         hint = (
             "start the server or unset MLFLOW_TRACKING_URI to use the embedded store"

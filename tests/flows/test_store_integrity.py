@@ -1,0 +1,225 @@
+"""The embedded store under faults, each reproduced with a real store and real processes: several
+runs creating it at once, a migration killed half-way, a damaged database beside earlier runs'
+artifacts, a read-only store, a full disk."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from attnlab.flows import cli
+
+from _flowkit import TINY, assert_one_line_error, client_for
+
+TINY_ARGS = [f"-o{key}={value}" for key, value in {**TINY, "epochs": 1}.items()]
+#: Run in a child process: open a fresh store with MLflow and die (like kill -9) right after its
+#: schema migration has created its Nth ``_alembic_tmp_*`` table.
+KILLED_MID_MIGRATION = """
+import os, sys
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+created = []
+@event.listens_for(Engine, "after_cursor_execute")
+def die(conn, cursor, statement, *args):
+    if statement.lstrip().upper().startswith("CREATE TABLE _ALEMBIC_TMP_"):
+        created.append(statement)
+        if len(created) == int(sys.argv[2]):
+            os._exit(137)
+from mlflow import MlflowClient
+MlflowClient(f"sqlite:///{sys.argv[1]}/mlflow.db").search_experiments()
+"""
+
+
+def attnlab(capsys, *args: str) -> tuple[int, str, str]:
+    code = cli.main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def cli_process(store_dir: Path, *args: str, cwd: Path, prefix: list[str] = ()) -> subprocess.Popen:
+    """``attnlab`` in a process of its own (its own temporary Prefect server) on ``store_dir``."""
+    env = {**os.environ, "ATTNLAB_MLFLOW_DIR": str(store_dir)}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    return subprocess.Popen(
+        [*prefix, sys.executable, "-m", "attnlab.flows.cli", *args],
+        env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def all_runs(store_dir: Path) -> list:
+    client = client_for(store_dir)
+    return client.search_runs([e.experiment_id for e in client.search_experiments()])
+
+
+def tables(db: Path) -> set[str]:
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        return {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def fingerprint(folder: Path) -> dict[str, str]:
+    """Every file under ``folder`` (locks aside) with the sha256 of its bytes."""
+    return {
+        str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and "locks" not in path.parts
+    }
+
+
+def store_with_runs(store_dir: Path, count: int) -> None:
+    """A real store with ``count`` finished runs, each with an artifact, made through MLflow."""
+    from attnlab.flows.store import Store, check_store
+
+    check_store(Store(f"sqlite:///{store_dir / 'mlflow.db'}", store_dir))
+    client = client_for(store_dir)
+    experiment = client.create_experiment("attnlab-date", artifact_location=(store_dir / "artifacts" / "attnlab-date").as_uri())
+    for index in range(count):
+        run = client.create_run(experiment)
+        client.log_metric(run.info.run_id, "test_exact_match", 0.9)
+        client.log_text(run.info.run_id, f"run {index}", "notes.txt")
+        client.set_terminated(run.info.run_id)
+
+
+def killed_mid_migration(store_dir: Path, after_tables: int = 1) -> None:
+    """A fresh store whose creating process died during MLflow's schema migration."""
+    store_dir.mkdir(parents=True)
+    done = subprocess.run([sys.executable, "-c", KILLED_MID_MIGRATION, str(store_dir), str(after_tables)], capture_output=True)
+    assert done.returncode == 137, done.stderr[-2000:]
+    assert any(name.startswith("_alembic_tmp_") for name in tables(store_dir / "mlflow.db"))
+
+
+# --------------------------------------------------------------------------- item 1
+
+
+@pytest.mark.slow
+def test_eight_trains_at_once_on_a_fresh_store_all_finish_then_a_ninth(tmp_path):
+    store_dir = tmp_path / "mlflow"  # does not exist yet: the eight create it together
+    processes = [cli_process(store_dir, "train", *TINY_ARGS, f"-oseed={seed}", "--json", cwd=tmp_path) for seed in range(8)]
+    try:
+        results = [(process.wait(timeout=900), *process.communicate()) for process in processes]
+    finally:
+        for process in processes:
+            process.kill()
+    assert [code for code, _, _ in results] == [0] * 8, [err[-800:] for code, _, err in results if code]
+    assert not {name for name in tables(store_dir / "mlflow.db") if name.startswith("_alembic_tmp_")}
+    assert sorted(run.info.status for run in all_runs(store_dir) if run.info.run_name != "benchmark-date") == ["FINISHED"] * 8
+
+    ninth = cli_process(store_dir, "train", *TINY_ARGS, "--json", cwd=tmp_path)
+    out, err = ninth.communicate(timeout=600)
+    assert ninth.returncode == 0, err[-2000:]
+    assert sum(run.info.status == "FINISHED" for run in all_runs(store_dir) if run.info.run_name != "benchmark-date") == 9
+
+
+@pytest.mark.slow
+def test_a_store_killed_mid_migration_that_holds_nothing_is_rebuilt(capsys, tmp_path, monkeypatch):
+    store_dir = tmp_path / "mlflow"
+    killed_mid_migration(store_dir, after_tables=3)
+    monkeypatch.setenv("ATTNLAB_MLFLOW_DIR", str(store_dir))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    code, out, err = attnlab(capsys, "train", *TINY_ARGS)
+    assert code == 0, err
+    assert [run.info.status for run in all_runs(store_dir) if run.info.run_name != "benchmark-date"] == ["FINISHED"]
+    assert not {name for name in tables(store_dir / "mlflow.db") if name.startswith("_alembic_tmp_")}
+
+
+def test_a_store_left_mid_migration_that_holds_runs_is_refused_in_one_line(capsys, tmp_path, monkeypatch):
+    store_dir = tmp_path / "mlflow"
+    killed_mid_migration(store_dir, after_tables=3)
+    with contextlib.closing(sqlite3.connect(store_dir / "mlflow.db")) as conn, conn:
+        conn.execute("INSERT INTO experiments (experiment_id, name, lifecycle_stage) VALUES (7, 'mine', 'active')")
+    before = fingerprint(store_dir)
+    monkeypatch.setenv("ATTNLAB_MLFLOW_DIR", str(store_dir))
+    code, out, err = attnlab(capsys, "train", *TINY_ARGS)
+    assert code == 2
+    assert_one_line_error(err, f"the MLflow store {store_dir / 'mlflow.db'} holds runs but was left mid-migration",
+                          "_alembic_tmp_", "restore mlflow.db from a backup (see 'Backup and restore' in mlflow/README.md)")  # fmt: skip
+    assert fingerprint(store_dir) == before
+
+
+# --------------------------------------------------------------------------- item 2
+
+
+@pytest.mark.parametrize("damage", ["truncated", "deleted", "garbage"])
+def test_a_damaged_store_beside_earlier_runs_is_refused_never_recreated(capsys, tmp_path, monkeypatch, damage):
+    store_dir = tmp_path / "mlflow"
+    store_with_runs(store_dir, 10)
+    db = store_dir / "mlflow.db"
+    if damage == "deleted":
+        db.unlink()
+    else:
+        db.write_bytes(b"" if damage == "truncated" else b"not a database at all\n" * 50)
+    before = fingerprint(store_dir)
+    monkeypatch.setenv("ATTNLAB_MLFLOW_DIR", str(store_dir))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    code, out, err = attnlab(capsys, "train", *TINY_ARGS)
+    assert code == 2 and out == ""
+    what = {"truncated": "is empty (0 bytes) but", "deleted": "is missing but", "garbage": "is not a readable SQLite database"}[damage]
+    assert_one_line_error(err, f"the MLflow store {db} {what}", "restore mlflow.db from a backup (see 'Backup and restore' in mlflow/README.md)")
+    assert fingerprint(store_dir) == before  # nothing re-created, no artifact touched
+
+
+def test_an_empty_store_file_without_artifacts_is_simply_created(tmp_path):
+    from attnlab.flows.store import Store, check_store
+
+    store_dir = tmp_path / "mlflow"
+    store_dir.mkdir()
+    (store_dir / "mlflow.db").touch()
+    check_store(Store(f"sqlite:///{store_dir / 'mlflow.db'}", store_dir))
+    assert "runs" in tables(store_dir / "mlflow.db")
+
+
+# --------------------------------------------------------------------------- item 8 (the store)
+
+
+def _can(command: list[str]) -> bool:
+    return shutil.which(command[0]) is not None and subprocess.run(command, capture_output=True).returncode == 0
+
+
+def test_a_read_only_store_is_one_line_and_left_unchanged(tmp_path):
+    """Read-only for root too: the store folder is bind-mounted read-only onto itself in a private
+    mount namespace of the command (root ignores file modes, so chmod would prove nothing)."""
+    if not _can(["unshare", "--mount", "--propagation", "private", "true"]):
+        pytest.skip("needs unshare --mount (root, CAP_SYS_ADMIN) to make a read-only bind mount")
+    store_dir = tmp_path / "mlflow"
+    store_with_runs(store_dir, 2)
+    before, runs_before = fingerprint(store_dir), len(all_runs(store_dir))
+    mount_ro = f"mount --bind {store_dir} {store_dir} && mount -o remount,bind,ro {store_dir} && exec \"$@\""
+    prefix = ["unshare", "--mount", "--propagation", "private", "sh", "-c", mount_ro, "sh"]
+    process = cli_process(store_dir, "train", *TINY_ARGS, cwd=tmp_path, prefix=prefix)
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 2, err[-3000:]
+    assert_one_line_error(err, f"the MLflow store {store_dir} is read-only", "make it writable, or point ATTNLAB_MLFLOW_DIR at a writable folder")
+    assert fingerprint(store_dir) == before and len(all_runs(store_dir)) == runs_before
+
+
+def test_a_full_disk_is_one_line_before_a_run_starts(capsys, tmp_path, monkeypatch):
+    """A 48 MiB tmpfs holding a real store and a file filling it."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", str(disk)], capture_output=True).returncode:
+        pytest.skip("needs root and mount to make a small tmpfs")
+    try:
+        store_dir = disk / "mlflow"
+        store_with_runs(store_dir, 2)
+        filler = disk / "filler"
+        with filler.open("wb") as handle, contextlib.suppress(OSError):
+            while True:
+                handle.write(b"\0" * 2**20)
+                handle.flush()
+                os.fsync(handle.fileno())
+        before, runs_before = fingerprint(store_dir), len(all_runs(store_dir))
+        monkeypatch.setenv("ATTNLAB_MLFLOW_DIR", str(store_dir))
+        monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+        code, out, err = attnlab(capsys, "train", *TINY_ARGS)
+        assert code == 2
+        assert_one_line_error(err, f"the disk of the MLflow store {store_dir} is full", "free some space")
+        assert fingerprint(store_dir) == before and len(all_runs(store_dir)) == runs_before
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
