@@ -12,8 +12,9 @@ its commands; ``cli_support`` what they share). Decisions and pure logic live in
 library (``attnlab.promotion``, ``attnlab.benchmark``, ``attnlab.config_sources``, ...).
 
 Importing this package turns Prefect's and MLflow's telemetry (and MLflow's run links on stdout)
-off unless the user already set the variables (``DO_NOT_TRACK=false`` etc. turn it back on). It must run before prefect or mlflow read
-their settings, so this file imports neither.
+off and bounds MLflow's HTTP retries unless the user already set the variables
+(``DO_NOT_TRACK=false``, ``MLFLOW_HTTP_REQUEST_MAX_RETRIES=7`` etc. win). It must run before
+prefect or mlflow read their settings, so this file imports neither.
 """
 
 import os
@@ -26,6 +27,13 @@ ENV_DEFAULTS = {
     # MLflow writes "View run ... at" to stdout when a run on a tracking server ends, which would
     # break `--json` output; the CLI says where the runs are itself.
     "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
+    # A bounded retry budget for a tracking server: MLflow's defaults (7 retries with back-off
+    # factor 2, 120 s per request) keep one call retrying for minutes after the server died.
+    # Here a call to a dead server gives up after ~6-9 s (retries after 0, 2 and 4 s), a task
+    # retried by Prefect after ~30 s, so a lost server ends a command within a minute.
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "3",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "15",
 }
 
 for _name, _value in ENV_DEFAULTS.items():

@@ -66,6 +66,9 @@ def quiet(verbose: bool) -> None:
             os.environ.setdefault(name, level)
     for name in ("mlflow", "prefect", "alembic"):  # in case they were imported already
         logging.getLogger(name).setLevel(os.environ["MLFLOW_LOGGING_LEVEL"] if name != "prefect" else os.environ["PREFECT_LOGGING_LEVEL"])
+    # urllib3 warns at every retry of a tracking server that does not answer; the command ends
+    # with one line naming the server when the bounded retries run out.
+    logging.getLogger("urllib3.connectionpool").setLevel(logging.NOTSET if verbose else logging.ERROR)
     if not verbose:
         import warnings
 
@@ -98,11 +101,12 @@ def check_config(config) -> None:
 
 
 class _DropInterruptNoise(logging.Filter):
-    """Prefect logs a crash at ERROR level for a Ctrl-C; the CLI says it in one line instead."""
+    """Prefect logs a crash at ERROR level for a Ctrl-C, and a failed task and flow with their
+    tracebacks for a lost tracking server; the CLI says each in one line instead."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        return "interrupt signal" not in message and "termination signal" not in message
+        return not any(text in message for text in ("interrupt signal", "termination signal", "TrackingLost"))
 
 
 @contextmanager

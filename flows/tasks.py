@@ -69,6 +69,13 @@ def cache_root() -> Path:
     return Path(root)
 
 
+def checkpoint_path(run_id: str) -> Path:
+    """Where the training checkpoint of run ``run_id`` is written:
+    ``<cache_root>/checkpoints/<run_id>/checkpoint.pt``. The train flow deletes it when the run
+    ends, and keeps it when the tracking server was lost (the run could not store it)."""
+    return cache_root() / "checkpoints" / run_id / "checkpoint.pt"
+
+
 def cache_dir() -> Path:
     """Where generated datasets are kept: ``<cache_root>/datasets``."""
     return cache_root() / "datasets"
@@ -111,15 +118,25 @@ def epoch_line(metrics: dict[str, float], epochs: int) -> str:
 
 @task(name="train", cache_policy=NO_CACHE)
 def train(config: ExperimentConfig, data: Path, run_id: str, workdir: Path) -> Trained:
-    """Train, logging every epoch to MLflow (step = epoch) and to the progress logger; the model
-    is saved as a bundle in ``workdir/bundle``, the checkpoint kept at ``workdir/checkpoint.pt``."""
-    client = MlflowClient()
+    """Train, logging every epoch to the progress logger and to MLflow (step = epoch); the model
+    is saved as a bundle in ``workdir/bundle``, the checkpoint at :func:`checkpoint_path` after
+    every epoch. A tracking server that stops answering stops training at once with
+    :class:`~attnlab.flows.tracking.TrackingLost` (the run cannot be tracked any more)."""
+    client, where = MlflowClient(), store.resolve_store()
 
     def on_epoch(metrics: dict[str, float]) -> None:
-        tracking.log_epoch(client, run_id, metrics)
         progress.info(epoch_line(metrics, config.epochs))
+        try:
+            tracking.log_epoch(client, run_id, metrics)
+        except Exception as exc:
+            why = tracking.unreachable(where)
+            if why is None:
+                raise
+            raise tracking.TrackingLost(f"lost the MLflow tracking server {where.tracking_uri} ({why})") from exc
 
-    model, result = train_model(config, build_task(config), load_splits(data), on_epoch, workdir / "checkpoint.pt")
+    checkpoint = checkpoint_path(run_id)
+    checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    model, result = train_model(config, build_task(config), load_splits(data), on_epoch, checkpoint)
     bundle = save_bundle(workdir / "bundle", config, model)
     parameters = sum(p.numel() for p in model.parameters())
     return Trained(bundle, result.history, result.stopped_early, result.train_seconds, parameters)

@@ -1,5 +1,6 @@
 """What one attnlab run writes to MLflow: its experiment, params and tags, config files, per-epoch
-metrics, datasets, test metrics and tables, artifact folders, and how it ends.
+metrics, datasets, test metrics and tables, artifact folders, and how it ends; who owns a run
+(host, process, heartbeat) and ending the runs whose owner is gone; a lost tracking server.
 
 Plain functions over an explicit ``run_id`` and :class:`~mlflow.MlflowClient`, never the fluent
 "active run": MLflow's active run is per thread, so these work from any Prefect task runner.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -18,14 +20,16 @@ from typing import Any
 import mlflow
 import pandas as pd
 from mlflow import MlflowClient
-from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunStatus
+from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunStatus, RunTag
 from mlflow.exceptions import MlflowException
 
+from attnlab import stale_runs
 from attnlab.config import ExperimentConfig
 from attnlab.data import Splits
 from attnlab.evaluate import Evaluation
 from attnlab.examples import sample_predictions
-from attnlab.flows.store import Store, already_exists
+from attnlab.flows.errors import TrackingUnavailable
+from attnlab.flows.store import Store, already_exists, check_store, reason
 
 #: Per-epoch metrics from the training callback -> their MLflow names.
 EPOCH_METRICS = {
@@ -79,9 +83,12 @@ def run_tags(config: ExperimentConfig) -> dict[str, str]:
 def start_run(
     client: MlflowClient, experiment_id: str, config: ExperimentConfig, extra_tags: dict[str, str] | None = None
 ) -> str:
-    """Create a RUNNING run with the config as params, tags and config.yaml/config.json; its id."""
+    """Create a RUNNING run with the config as params, tags and config.yaml/config.json; its id.
+    Tags name its owner (this host and process) and a first heartbeat (see
+    :mod:`attnlab.stale_runs`)."""
     name = f"{config.scorer}-{config.encoder}-{config.decoder}-seed{config.seed}"
-    tags = {**run_tags(config), **(extra_tags or {})}
+    owner = stale_runs.owner_tags(stale_runs.this_host(), os.getpid(), time.time())
+    tags = {**run_tags(config), **owner, **(extra_tags or {})}
     run_id = client.create_run(experiment_id, run_name=name, tags=tags).info.run_id
     params = [Param(key, value) for key, value in config_params(config).items()]
     client.log_batch(run_id, params=params)
@@ -94,10 +101,11 @@ def start_run(
 
 
 def log_epoch(client: MlflowClient, run_id: str, metrics: dict[str, float]) -> None:
-    """One epoch's training and validation metrics, with step = epoch (MLflow draws the curves)."""
+    """One epoch's training and validation metrics, with step = epoch (MLflow draws the curves),
+    and the run's heartbeat, in one request."""
     step, now = int(metrics["epoch"]), int(time.time() * 1000)
     batch = [Metric(name, float(metrics[key]), now, step) for key, name in EPOCH_METRICS.items() if key in metrics]
-    client.log_batch(run_id, metrics=batch)
+    client.log_batch(run_id, metrics=batch, tags=[RunTag(stale_runs.HEARTBEAT, stale_runs.heartbeat(now / 1000))])
 
 
 def splits_frame(splits: Splits) -> pd.DataFrame:
@@ -164,3 +172,44 @@ def end_run(
             client.log_artifact(run_id, str(checkpoint), "checkpoint")
     finally:
         client.set_terminated(run_id, status)
+
+
+class TrackingLost(TrackingUnavailable):
+    """The tracking server stopped answering while a run was in progress."""
+
+
+def unreachable(store: Store, timeout: float = 3.0) -> str | None:
+    """Why the tracking server of ``store`` does not answer now (one try, about ``timeout`` s at
+    most), or None when it answers; always None for the embedded store (a file, not a server)."""
+    if store.embedded:
+        return None
+    try:
+        check_store(store, timeout)
+    except TrackingUnavailable as exc:
+        return reason(exc.__cause__) if exc.__cause__ is not None else str(exc)
+    return None
+
+
+#: Tag of a run ended by another command, saying why.
+ENDED_BY = "attnlab.ended_by"
+
+
+def end_stale_runs(client: MlflowClient, now: float | None = None) -> list[tuple[str, str]]:
+    """End FAILED every RUNNING run of the store whose owner is gone (:func:`attnlab.stale_runs.stale_reason`),
+    with the reason in tags ``attnlab.error`` and ``attnlab.ended_by``; the (run id, reason) of each.
+    Two queries: the experiments, then their RUNNING runs."""
+    now = time.time() if now is None else now
+    experiments = [e.experiment_id for e in client.search_experiments()]
+    if not experiments:
+        return []
+    ended = []
+    host = stale_runs.this_host()
+    for run in client.search_runs(experiments, "attributes.status = 'RUNNING'", max_results=1000):
+        why = stale_runs.stale_reason(run.data.tags, host, now)
+        if why is None:
+            continue
+        message = f"left RUNNING: {why}; ended FAILED by process {os.getpid()} on {host}"
+        client.log_batch(run.info.run_id, tags=[RunTag(ENDED_BY, message), RunTag("attnlab.error", f"stale run: {why}")])
+        client.set_terminated(run.info.run_id, "FAILED")
+        ended.append((run.info.run_id, why))
+    return ended

@@ -1,15 +1,20 @@
 """The train flow: generate data -> train -> evaluate -> plot attention -> log and register.
 
 One MLflow run per flow run. The run ends FINISHED, FAILED (an error) or KILLED (Ctrl-C or a
-termination signal), never stays RUNNING, and keeps what it logged; when interrupted it also gets
-the last checkpoint as an artifact. The champion alias moves only after a successful run, and
-only by the one promotion rule (:mod:`attnlab.promotion`): challenger and champion scored on the
-registered model's benchmark set.
+termination signal) and keeps what it logged; when interrupted it also gets the last checkpoint
+as an artifact. When the tracking server is lost the run cannot be ended: the flow stops with
+:class:`~attnlab.flows.tracking.TrackingLost` (one line naming the server and where the last
+checkpoint is kept on local disk), and the next train flow against that store ends the run
+FAILED, as it ends every run left RUNNING by a process that is gone (SIGKILL, a crash). The
+champion alias moves only after a successful run, and only by the one promotion rule
+(:mod:`attnlab.promotion`): challenger and champion scored on the registered model's benchmark
+set.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import signal
 import tempfile
@@ -82,23 +87,34 @@ def train_flow(
     with watch("start_run"):
         run_id = tasks.start_run(config, experiment, tags)
     workdir = Path(tempfile.mkdtemp(prefix="attnlab-run-"))
+    checkpoint = tasks.checkpoint_path(run_id)
+    kept = False
     try:
+        end_stale_runs()
         promotion_settings = (margin, benchmark_size, experiment, command) if register_model and promote else None
         summary = _steps(config, run_id, workdir, watch, promotion_settings, register_model, probe)
         with _no_sigint():
             tracking.end_run(MlflowClient(), run_id, "FINISHED")
     except BaseException as exc:
+        where = store.resolve_store()
+        why = tracking.unreachable(where)  # one quick try: a lost server is not retried again
+        if why is not None:
+            kept = checkpoint.exists()
+            message = lost_message(where.tracking_uri, why, run_id, checkpoint if kept else None, is_interrupt(exc))
+            raise tracking.TrackingLost(message) from exc
         with _no_sigint():
             tracking.end_run(
                 MlflowClient(),
                 run_id,
                 ending_status(exc),
                 error=f"{type(exc).__name__}: {exc}",
-                checkpoint=workdir / "checkpoint.pt" if is_interrupt(exc) else None,
+                checkpoint=checkpoint if is_interrupt(exc) else None,
             )
         raise
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+        if not kept:
+            shutil.rmtree(checkpoint.parent, ignore_errors=True)
     return {
         "run_id": run_id,
         "experiment": experiment,
@@ -108,6 +124,26 @@ def train_flow(
         "prefect_flow_run_id": tags["prefect.flow_run_id"],
         "step_seconds": watch.rounded(),
     }
+
+
+def end_stale_runs() -> None:
+    """End FAILED the runs of this store left RUNNING by a process that is gone (one line each on
+    the progress logger). Housekeeping: a failure here never stops the run."""
+    try:
+        ended = tracking.end_stale_runs(MlflowClient())
+    except Exception:  # noqa: BLE001
+        return
+    for stale, why in ended:
+        logging.getLogger("attnlab.progress").info(f"run {stale} was left RUNNING ({why}): ended it FAILED")
+
+
+def lost_message(uri: str, why: str, run_id: str, checkpoint: Path | None, interrupted: bool) -> str:
+    """The one line that ends a run whose tracking server stopped answering."""
+    kept = f"the last checkpoint is kept at {checkpoint}" if checkpoint else "no checkpoint was written yet"
+    return (
+        f"{'interrupted, and ' if interrupted else ''}lost the MLflow tracking server {uri} ({why}); "
+        f"{kept}; run {run_id} stays RUNNING until the next 'attnlab train' against that server ends it FAILED"
+    )
 
 
 def dataset(config: ExperimentConfig) -> Path:

@@ -1,0 +1,184 @@
+"""A tracking server that dies mid-run, with real processes: a real ``mlflow server`` on 127.0.0.1
+killed with SIGKILL while a real ``attnlab train`` process logs to it. The command ends within a
+minute with one line naming the server and the checkpoint it kept, SIGTERM acts at once, and the
+run it had to leave RUNNING is ended FAILED by the next ``attnlab train`` against that store.
+Also: the stale-run adapter on an embedded store (runs whose owner process is gone)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+ATTNLAB = str(Path(sys.executable).with_name("attnlab"))
+#: Many short epochs: training is still going when the server is killed after the first one.
+LONG = ["--epochs", "40", "--train-size", "300", "--hidden-size", "16", "--embedding-dim", "8",
+        "-o", "validation_size=30", "-o", "test_size=30", "-o", "target_exact_match=null"]  # fmt: skip
+SHORT = ["--epochs", "1", "--train-size", "100", "--hidden-size", "8", "--embedding-dim", "8",
+         "-o", "validation_size=20", "-o", "test_size=20"]  # fmt: skip
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def mlflow_server(tmp_path):
+    """Start a real ``mlflow server`` on the store in ``tmp_path`` (callable again after a kill:
+    the same database and artifacts on a new port); its URL. Stopped at the end."""
+    from attnlab.flows.servers import Server, wait_healthy
+
+    started = []
+
+    def start() -> tuple[str, Server]:
+        port = free_port()
+        command = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+                   "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}", "--artifacts-destination", str(tmp_path / "artifacts")]  # fmt: skip
+        server = Server("MLflow", command, f"http://127.0.0.1:{port}/health", tmp_path / "mlflow-server.log").start()
+        started.append(server)
+        wait_healthy([server], timeout=90)
+        return f"http://127.0.0.1:{port}", server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+class Train:
+    """A real ``attnlab train`` process against ``url``; its stderr collected line by line."""
+
+    def __init__(self, url: str, cache: Path, args: list[str]):
+        from prefect.settings import get_current_settings
+
+        env = {**os.environ, "MLFLOW_TRACKING_URI": url, "ATTNLAB_CACHE_DIR": str(cache),
+               "PREFECT_API_URL": str(get_current_settings().api.url)}  # the session's test server  # fmt: skip
+        for name in ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "MLFLOW_HTTP_REQUEST_TIMEOUT"):
+            env.pop(name, None)  # the product's defaults, as a user gets them
+        self.process = subprocess.Popen(
+            [ATTNLAB, "train", *args], env=env, cwd=cache.parent, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        self.lines: list[str] = []
+        self.epoch_one = threading.Event()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        for line in self.process.stderr:
+            self.lines.append(line.rstrip("\n"))
+            if line.startswith("epoch   1/"):
+                self.epoch_one.set()
+
+    def wait(self, timeout: float) -> int:
+        """Its exit status; kills it and fails the test when it runs longer than ``timeout``."""
+        try:
+            code = self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            pytest.fail(f"attnlab train still running {timeout:.0f} s later; stderr so far:\n" + "\n".join(self.lines[-20:]))
+        self.reader.join(10)
+        return code
+
+
+def kill_after_first_epoch(train: Train, server) -> float:
+    """SIGKILL the server's process group once epoch 1 is printed; the time of the kill."""
+    assert train.epoch_one.wait(120), "\n".join(train.lines)
+    os.killpg(server.process.pid, signal.SIGKILL)
+    server.process.wait()
+    return time.monotonic()
+
+
+def run_status(url: str, run_id: str):
+    from mlflow import MlflowClient
+
+    return MlflowClient(url).get_run(run_id)
+
+
+@pytest.mark.slow
+def test_killed_server_ends_train_in_one_line_keeps_checkpoint_and_next_train_fails_the_run(tmp_path, mlflow_server):
+    import torch
+
+    url, server = mlflow_server()
+    train = Train(url, tmp_path / "cache", LONG)
+    killed = kill_after_first_epoch(train, server)
+    code = train.wait(timeout=120)
+    seconds = time.monotonic() - killed
+    stderr = "\n".join(train.lines)
+    print(f"ended {seconds:.1f} s after the server was killed; stderr:\n{stderr}")
+    assert code == 2 and seconds < 60, stderr
+    assert "Traceback" not in stderr and "Retrying" not in stderr
+    # Progress lines, then one error line naming the server, the kept checkpoint and the run.
+    assert all(line.startswith(("training ", "epoch ")) for line in train.lines[:-1]), stderr
+    last = train.lines[-1]
+    assert last.startswith(f"attnlab: error: lost the MLflow tracking server {url} (connection refused); "), last
+    checkpoint = Path(re.search(r"checkpoint is kept at (\S+);", last).group(1))
+    assert checkpoint.is_relative_to(tmp_path / "cache") and checkpoint.exists()
+    assert torch.load(checkpoint, weights_only=True)["history"][0]["epoch"] == 1
+    run_id = re.search(r"run (\w+) stays RUNNING", last).group(1)
+
+    # The server returns: the run is still RUNNING (its process could not end it) until the next
+    # train against that store finds its owner gone and ends it FAILED.
+    url, _ = mlflow_server()
+    assert run_status(url, run_id).info.status == "RUNNING"
+    again = Train(url, tmp_path / "cache", SHORT)
+    assert again.wait(timeout=180) == 0, "\n".join(again.lines)
+    assert f"run {run_id} was left RUNNING (its process" in "\n".join(again.lines)
+    assert [p.name for p in (tmp_path / "cache" / "checkpoints").iterdir()] == [run_id]  # a finished run's is gone
+    run = run_status(url, run_id)
+    assert run.info.status == "FAILED"
+    assert "is gone" in run.data.tags["attnlab.ended_by"] and run.data.tags["attnlab.error"].startswith("stale run")
+
+
+@pytest.mark.slow
+def test_sigterm_acts_at_once_while_the_dead_server_is_retried(tmp_path, mlflow_server):
+    url, server = mlflow_server()
+    train = Train(url, tmp_path / "cache", LONG)
+    kill_after_first_epoch(train, server)
+    time.sleep(1.0)  # inside the retries of the next request
+    train.process.send_signal(signal.SIGTERM)
+    terminated = time.monotonic()
+    code = train.wait(timeout=60)
+    seconds = time.monotonic() - terminated
+    stderr = "\n".join(train.lines)
+    print(f"ended {seconds:.1f} s after SIGTERM; stderr:\n{stderr}")
+    assert seconds < 5, stderr
+    assert code != 0 and "Traceback" not in stderr
+    assert train.lines[-1].startswith("attnlab: error: "), stderr
+    assert url in train.lines[-1] and "checkpoint is kept at" in train.lines[-1]
+
+
+def test_runs_whose_owner_process_is_gone_end_failed_others_stay_running(empty_store):
+    from attnlab import stale_runs
+    from attnlab.flows import store, tracking
+    from mlflow import MlflowClient
+
+    where = store.use_store()
+    client = MlflowClient(where.tracking_uri)
+    experiment = tracking.ensure_experiment(client, "stale", where)
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    gone = int(finished.stdout)  # a real process that has exited
+    host, now = stale_runs.this_host(), time.time()
+    runs = {
+        "gone": stale_runs.owner_tags(host, gone, now),
+        "alive": stale_runs.owner_tags(host, os.getpid(), now),
+        "elsewhere-recent": stale_runs.owner_tags("another-host", gone, now),
+        "elsewhere-silent": stale_runs.owner_tags("another-host", gone, now - 7 * 3600),
+        "no-owner": {},
+    }
+    ids = {name: client.create_run(experiment, run_name=name, tags=tags).info.run_id for name, tags in runs.items()}
+    ended = dict(tracking.end_stale_runs(client))
+    assert set(ended) == {ids["gone"], ids["elsewhere-silent"]}
+    assert f"its process {gone} on {host} is gone" == ended[ids["gone"]]
+    status = {name: client.get_run(run_id).info.status for name, run_id in ids.items()}
+    assert status == {"gone": "FAILED", "alive": "RUNNING", "elsewhere-recent": "RUNNING", "elsewhere-silent": "FAILED", "no-owner": "RUNNING"}
+    assert tracking.end_stale_runs(client) == []  # ended once
