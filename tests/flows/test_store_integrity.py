@@ -37,6 +37,22 @@ from mlflow import MlflowClient
 MlflowClient(f"sqlite:///{sys.argv[1]}/mlflow.db").search_experiments()
 """
 
+WITH_RUNS = """
+import sys
+from pathlib import Path
+from mlflow import MlflowClient
+from attnlab.flows.store import Store, check_store
+folder = Path(sys.argv[1])
+check_store(Store(f"sqlite:///{folder / 'mlflow.db'}", folder))
+client = MlflowClient(f"sqlite:///{folder / 'mlflow.db'}")
+experiment = client.create_experiment("attnlab-date", artifact_location=(folder / "artifacts" / "attnlab-date").as_uri())
+for index in range(int(sys.argv[2])):
+    run = client.create_run(experiment)
+    client.log_metric(run.info.run_id, "test_exact_match", 0.9)
+    client.log_text(run.info.run_id, f"run {index}", "notes.txt")
+    client.set_terminated(run.info.run_id)
+"""
+
 
 def attnlab(capsys, *args: str) -> tuple[int, str, str]:
     code = cli.main(list(args))
@@ -74,17 +90,10 @@ def fingerprint(folder: Path) -> dict[str, str]:
 
 
 def store_with_runs(store_dir: Path, count: int) -> None:
-    """A real store with ``count`` finished runs, each with an artifact, made through MLflow."""
-    from attnlab.flows.store import Store, check_store
-
-    check_store(Store(f"sqlite:///{store_dir / 'mlflow.db'}", store_dir))
-    client = client_for(store_dir)
-    experiment = client.create_experiment("attnlab-date", artifact_location=(store_dir / "artifacts" / "attnlab-date").as_uri())
-    for index in range(count):
-        run = client.create_run(experiment)
-        client.log_metric(run.info.run_id, "test_exact_match", 0.9)
-        client.log_text(run.info.run_id, f"run {index}", "notes.txt")
-        client.set_terminated(run.info.run_id)
+    """A real store with ``count`` finished runs, each with an artifact, made through attnlab's
+    check and MLflow in a process of its own (this one keeps no connection to it)."""
+    done = subprocess.run([sys.executable, "-c", WITH_RUNS, str(store_dir), str(count)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def killed_mid_migration(store_dir: Path, after_tables: int = 1) -> None:
