@@ -155,13 +155,15 @@ def test_a_store_left_mid_migration_that_holds_runs_is_refused_in_one_line(capsy
 # --------------------------------------------------------------------------- item 2
 
 
-@pytest.mark.parametrize("damage", ["truncated", "deleted", "garbage"])
+@pytest.mark.parametrize("damage", ["truncated", "deleted", "garbage", "cut in half"])
 def test_a_damaged_store_beside_earlier_runs_is_refused_never_recreated(capsys, tmp_path, monkeypatch, damage):
     store_dir = tmp_path / "mlflow"
     store_with_runs(store_dir, 10)
     db = store_dir / "mlflow.db"
     if damage == "deleted":
         db.unlink()
+    elif damage == "cut in half":
+        os.truncate(db, db.stat().st_size // 2)
     else:
         db.write_bytes(b"" if damage == "truncated" else b"not a database at all\n" * 50)
     before = fingerprint(store_dir)
@@ -169,7 +171,8 @@ def test_a_damaged_store_beside_earlier_runs_is_refused_never_recreated(capsys, 
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     code, out, err = attnlab(capsys, "train", *TINY_ARGS)
     assert code == 2 and out == ""
-    what = {"truncated": "is empty (0 bytes) but", "deleted": "is missing but", "garbage": "is not a readable SQLite database"}[damage]
+    what = {"truncated": "is empty (0 bytes) but", "deleted": "is missing but", "garbage": "is not a readable SQLite database",
+            "cut in half": "is not a readable SQLite database (database disk image is malformed)"}[damage]  # fmt: skip
     assert_one_line_error(err, f"the MLflow store {db} {what}", "restore mlflow.db from a backup (see 'Backup and restore' in mlflow/README.md)")
     assert fingerprint(store_dir) == before  # nothing re-created, no artifact touched
 
