@@ -30,7 +30,26 @@ EpochCallback = Callable[[dict[str, float]], None]
 
 
 class TrainingDiverged(RuntimeError):
-    """The loss became NaN or infinite."""
+    """The loss became NaN or infinite, or grew by orders of magnitude (see divergence)."""
+
+
+#: A training loss above this many times the run's first one has diverged: it started near the
+#: loss of a uniform guess, and no step of a working optimisation multiplies it by 1000.
+DIVERGENCE_FACTOR = 1e3
+
+
+def divergence(loss: float, first_loss: float | None) -> str | None:
+    """Why a training loss means divergence, or None.
+
+    ``first_loss`` is the run's first training loss (None until there is one). A NaN or infinite
+    loss has diverged, and so has one above DIVERGENCE_FACTOR x ``first_loss`` (a learning rate
+    of 1e30 gives losses near 1e32 without ever becoming NaN).
+    """
+    if not math.isfinite(loss):
+        return f"loss became {loss}"
+    if first_loss is not None and first_loss > 0 and loss > DIVERGENCE_FACTOR * first_loss:
+        return f"loss grew to {loss:.3g}, over {DIVERGENCE_FACTOR:g}x the first one ({first_loss:.3g})"
+    return None
 
 
 @dataclass
@@ -149,7 +168,8 @@ def train(
     Every epoch ends with a validation pass (loss, greedy exact match), the callback and, when
     ``checkpoint`` is given, a checkpoint there. If that file already exists (same config), training
     resumes after its last epoch. Stops early once validation exact match reaches
-    ``config.target_exact_match``. Raises TrainingDiverged on a NaN/inf loss. Deterministic for a
+    ``config.target_exact_match``. Raises TrainingDiverged on a NaN/inf loss or one that grew by
+    orders of magnitude (see :func:`divergence`). Deterministic for a
     fixed seed on the CPU: the batch order of epoch e depends only on (seed, e).
     """
     device = next(model.parameters()).device
@@ -162,6 +182,7 @@ def train(
         if _reached_target(result.history, config):
             result.stopped_early = True
             return result
+    first_loss = result.history[0]["train_loss"] if result.history else None
     for epoch in range(len(result.history) + 1, config.epochs + 1):
         started = time.perf_counter()
         model.train()
@@ -173,8 +194,10 @@ def train(
         for index in batches:
             batch = train_data.rows(index.to(device)).trimmed()
             loss = train_step(model, batch, optimizer, config)
-            if not math.isfinite(loss):
-                raise TrainingDiverged(f"loss became {loss} at epoch {epoch}; lower the learning rate")
+            problem = divergence(loss, first_loss)
+            if problem:
+                raise TrainingDiverged(f"{problem} at epoch {epoch}; lower the learning rate")
+            first_loss = loss if first_loss is None else first_loss
             schedule.step()
             loss_sum += loss * len(batch)
             seen += len(batch)

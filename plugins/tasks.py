@@ -16,6 +16,10 @@ _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "Augu
            "September", "October", "November", "December")  # fmt: skip
 _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _GREGORIAN_CYCLE = 146097  # days in 400 years: dates and weekdays repeat after it
+#: The longest string ``reverse`` draws: the built-in transformer encoder's and decoder's default
+#: max_length. The rnn decoder runs one Python step per character, so longer strings would train
+#: for hours per epoch; ``-o task.max_length=1000000000`` grew to 5 GB before it was stopped.
+MAX_REVERSE_LENGTH = 512
 
 #: Source-format fields: token -> (date field or None, numeric?, render).
 _FIELDS = {
@@ -202,7 +206,8 @@ class DateFormatsTask(_DateRange):
 class ReverseTask(Task):
     """A random string over ``alphabet`` (length uniform in min_length..max_length) -> reversed.
 
-    Target position i aligns with source position L-1-i.
+    Target position i aligns with source position L-1-i. max_length is at most
+    MAX_REVERSE_LENGTH (512).
     """
 
     source_alphabet = target_alphabet = _DIGITS
@@ -214,6 +219,8 @@ class ReverseTask(Task):
         require_positive_int(min_length=min_length, max_length=max_length)
         if min_length > max_length:
             raise ValueError(f"min_length ({min_length}) must be <= max_length ({max_length})")
+        if max_length > MAX_REVERSE_LENGTH:
+            raise ValueError(f"max_length must be at most {MAX_REVERSE_LENGTH}, got {max_length}")
         if not isinstance(alphabet, str) or not alphabet or len(set(alphabet)) != len(alphabet):
             raise ValueError(
                 f"alphabet must be a non-empty string without repeated characters, got {alphabet!r}"
