@@ -72,7 +72,7 @@ def plugins(
 
 def ui(
     host: str = typer.Option("127.0.0.1", metavar="HOST", help="interface to bind (keep 127.0.0.1 unless you mean to share it)"),
-    port: int = typer.Option(5000, metavar="PORT", help="port"),
+    port: int = typer.Option(5000, min=1, max=65535, metavar="PORT", help="port"),
 ) -> None:
     """Start the MLflow UI on the embedded store (Ctrl-C stops it)."""
     from attnlab.flows.servers import mlflow_ui_command, port_free

@@ -141,6 +141,10 @@ def schedule(
             raise UserError(f"--benchmark-size {benchmark_size}: give at least 1")
         cron_schedule = check_schedule(cron, timezone)
         config = build_config(config_file, flags, option)
+        from attnlab.flows.train_cli import check_start
+
+        # Served here, runs train on this machine; a work pool's workers may have the device.
+        check_start(config, experiment, device=not work_pool)
         check_config(config)
         url = prefect_api()
         from attnlab.flows.store import check_store, resolve_store
@@ -196,8 +200,8 @@ def schedule(
 
 
 def server(
-    prefect_port: int = typer.Option(PREFECT_PORT, metavar="PORT", help="port of the Prefect server (API and UI)"),
-    mlflow_port: int = typer.Option(MLFLOW_PORT, metavar="PORT", help="port of the MLflow server (UI and tracking)"),
+    prefect_port: int = typer.Option(PREFECT_PORT, min=1, max=65535, metavar="PORT", help="port of the Prefect server (API and UI)"),
+    mlflow_port: int = typer.Option(MLFLOW_PORT, min=1, max=65535, metavar="PORT", help="port of the MLflow server (UI and tracking)"),
     timeout: float = typer.Option(180.0, metavar="SECONDS", help="longest wait for both servers to answer"),
 ) -> None:
     """Start a local Prefect server and MLflow server on 127.0.0.1 (for 'attnlab schedule' on one

@@ -184,6 +184,9 @@ def run_sweep(
     bands = parse_bands(bands_text)
     base = build_config(config_file, {**flags, **{dim: names[0] for dim, names in grid.items()}}, options)
     configs = grid_configs(base, Grid({dim: tuple(names) for dim, names in grid.items()}, tuple(seeds)))
+    from attnlab.flows.train_cli import check_start
+
+    check_start(base, experiment, device=not dask_address)  # a cluster's workers may have the device
     for config in {(c.task, c.scorer, c.encoder, c.decoder): c for c in configs}.values():
         try:
             check_config(config)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import logging
 import time
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import typer
 
@@ -30,6 +30,50 @@ from attnlab.flows.cli_support import (
 def register(app: typer.Typer) -> None:
     """Add ``train`` to the ``attnlab`` app."""
     app.command()(train)
+
+
+class _DropDivergenceNoise(logging.Filter):
+    """Prefect logs the failed train task and flow, each with a traceback, when training
+    diverges; the CLI says it in one line instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from attnlab.train import TrainingDiverged
+
+        error = record.exc_info[1] if record.exc_info else None
+        return not isinstance(error, TrainingDiverged) and "TrainingDiverged" not in record.getMessage()
+
+
+@contextmanager
+def divergence_quietly(verbose: bool) -> Iterator[None]:
+    """Keep Prefect's reports of a diverged training off stderr (--verbose keeps them)."""
+    if verbose:
+        yield
+        return
+    noise = _DropDivergenceNoise()
+    loggers = [logging.getLogger(name) for name in ("prefect.task_runs", "prefect.flow_runs", "prefect.flow_engine", "prefect.task_engine")]
+    for logger in loggers:
+        logger.addFilter(noise)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeFilter(noise)
+
+
+def check_start(config, experiment: str | None, device: bool = True) -> None:
+    """What cannot be told from the config alone, before anything starts: an experiment name
+    that is not a safe folder name and (with ``device``) a device this machine lacks."""
+    import torch
+
+    from attnlab.config import device_problem
+    from attnlab.flows.errors import UserError
+    from attnlab.names import check_name
+
+    if experiment is not None:
+        check_name(experiment)
+    problem = device_problem(config.device, torch.cuda.device_count()) if device else None
+    if problem:
+        raise UserError(problem)
 
 
 def format_summary(summary: dict[str, Any]) -> str:
@@ -91,14 +135,16 @@ def train(
     quiet(verbose)
     flags = {key: value for key, value in locals().items() if key in CLI_FIELDS}
     with user_errors():
-        summary = run_training(config_file, flags, option, experiment)
+        summary = run_training(config_file, flags, option, experiment, verbose)
     if json_output:
         typer.echo(json.dumps(summary, default=str, ensure_ascii=False))
     else:
         typer.echo(format_summary(summary))
 
 
-def run_training(config_file: Path | None, flags: dict[str, Any], options: list[str], experiment: str | None) -> dict[str, Any]:
+def run_training(
+    config_file: Path | None, flags: dict[str, Any], options: list[str], experiment: str | None, verbose: bool = False
+) -> dict[str, Any]:
     """Validate everything a user gave, check MLflow, run the train flow; its summary with the
     wall-time split under ``timings``. Prefect's server boots while the rest starts up."""
     from attnlab.timing import Stopwatch
@@ -106,6 +152,7 @@ def run_training(config_file: Path | None, flags: dict[str, Any], options: list[
     watch = Stopwatch(imports=time.perf_counter() - STARTED)
     with watch("check"):
         config = build_config(config_file, flags, options)
+        check_start(config, experiment)
         check_config(config)  # before anything starts: a mistake costs ~1.5 s, not a server
     with watch("prefect_start"):
         from attnlab.flows.prefect_server import start_in_background, without_heartbeats
@@ -135,7 +182,7 @@ def run_training(config_file: Path | None, flags: dict[str, Any], options: list[
         typer.echo("compile_loops: the first batches compile the GRU loops (tens of seconds)", err=True)
     handler = progress_handler()
     try:
-        with watch("flow"), interrupts_quietly(), without_heartbeats() if server is not None else nullcontext():
+        with watch("flow"), interrupts_quietly(), divergence_quietly(verbose), without_heartbeats() if server is not None else nullcontext():
             summary = train_flow(config=config, experiment=experiment)
     except TrainingDiverged as exc:
         raise fail(f"training diverged: {exc}", 1) from None

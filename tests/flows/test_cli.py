@@ -13,6 +13,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 from attnlab.flows import cli, cli_support, tasks
@@ -26,6 +27,7 @@ SUMMARY_KEYS = {
     "by_length", "probe",
 }  # fmt: skip
 MODEL_KEYS = {"name", "version", "uri", "champion", "champion_version", "previous_champion", "decision", "benchmark"}
+NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
 
 
 def attnlab(capsys, *args: str) -> tuple[int, str, str]:
@@ -98,6 +100,13 @@ def test_train_text_summary_ends_with_how_to_open_the_ui(capsys, empty_store):
         (["--nope"], ["No such option: --nope"]),
         (["-o", "task.min_year=2000", "-o", "task.max_year=2000"], ["has only 366 distinct values"]),
         (["-o", "task.min_year=zero"], ["min_year must be an integer"]),
+        (["--hidden-size", "1000000"], ["bad value '1000000' for hidden_size (from --hidden-size)", "less than or equal to 2048"]),
+        (["--learning-rate", "inf"], ["bad value 'inf' for learning_rate (from --learning-rate)", "finite number"]),
+        (["--learning-rate", "1e999"], ["bad value '1e999' for learning_rate", "finite number"]),
+        (["--seed", "100000000000000000000"], ["for seed (from --seed)", "less than 4294967296"]),
+        (["--task", "reverse", "-o", "task.max_length=1000000000"], ["max_length must be at most 512, got 1000000000"]),
+        (["--experiment", "../../escape_exp"], ["--experiment '../../escape_exp'", "letters, digits"]),
+        pytest.param(["--device", "cuda"], ["device 'cuda' is not available: no CUDA device here"], marks=NO_CUDA),
     ],
 )
 def test_train_bad_input_is_one_line_and_exit_2(capsys, empty_store, args, needles):
