@@ -137,11 +137,20 @@ def resolve_model_uri(model: str | None, task: str) -> str:
 
 def load_pyfunc(uri: str):
     """The attnlab pyfunc model at ``uri``; UserError when there is none (no registered model,
-    no champion yet, unknown run or version)."""
+    no champion yet, unknown run or version), and when loading it would run code other than
+    attnlab's own ``pyfunc_model.py`` (:func:`attnlab.flows.pyfunc.model_code_problem`): the
+    model is downloaded and checked before MLflow runs anything in it."""
+    import mlflow.artifacts
     import mlflow.pyfunc
 
+    from attnlab.flows.pyfunc import model_code_problem
+
     try:
-        return mlflow.pyfunc.load_model(uri)
+        local = Path(mlflow.artifacts.download_artifacts(artifact_uri=uri))
+        problem = model_code_problem(local)
+        if problem:
+            raise UserError(f"refusing to load the model at {uri}: {problem}; loading a model runs its code")
+        return mlflow.pyfunc.load_model(str(local))
     except MlflowException as exc:
         if is_missing(exc) or "not found" in str(exc).lower() or "does not exist" in str(exc).lower():
             raise UserError(f"no model at {uri} in {mlflow.get_tracking_uri()}: {reason(exc)}") from exc

@@ -4,8 +4,12 @@ Input: a DataFrame with a ``source`` column of raw strings (or a list of strings
 predicted strings, one per row. The model's one artifact is an attnlab bundle folder
 (:mod:`attnlab.bundle`), so ``mlflow.pyfunc.load_model(...).predict`` and ``mlflow models serve``
 work on text, and :meth:`AttnlabModel.predictions` gives the attention behind each output.
+
+Loading an MLflow model runs its code: :func:`model_code_problem` tells, before loading, whether
+a model would run anything but the ``pyfunc_model.py`` this attnlab installs.
 """
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +22,43 @@ BUNDLE = "bundle"
 BATCH = 512
 #: The file MLflow logs as the model's code (see pyfunc_model.py).
 MODEL_CODE = str(Path(__file__).with_name("pyfunc_model.py"))
+#: sha256 of the pyfunc_model.py of earlier attnlab versions whose models must still load (when
+#: that file changes, add its previous hash here).
+EARLIER_MODEL_CODE: frozenset[str] = frozenset()
+
+
+#: MLflow's loaders of a models-from-code pyfunc model (they run ``model_code_path`` alone).
+CODE_LOADERS = frozenset({"mlflow.pyfunc.loaders.code_model", "mlflow.pyfunc.model"})
+
+
+def sha256(path: str | Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def model_code_problem(model_dir: Path) -> str | None:
+    """Why loading the MLflow model in local folder ``model_dir`` could run code other than
+    attnlab's own, or None: it must be a models-from-code pyfunc model whose code file is byte for
+    byte the ``pyfunc_model.py`` of this attnlab (or of an earlier version), with no extra code
+    folder put on the import path."""
+    import yaml
+
+    try:
+        meta = yaml.safe_load((model_dir / "MLmodel").read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        return f"its MLmodel file cannot be read ({exc.__class__.__name__})"
+    flavor = (meta.get("flavors") or {}).get("python_function") or {}
+    code = flavor.get("model_code_path")
+    if flavor.get("loader_module") not in CODE_LOADERS or not code:
+        return "it is not an attnlab models-from-code model"
+    if flavor.get("code"):
+        return f"it puts its own code folder ({flavor['code']}) on the import path"
+    try:
+        digest = sha256(model_dir / Path(code).name)
+    except OSError as exc:
+        return f"its model code {Path(code).name} cannot be read ({exc.strerror or exc})"
+    if digest != sha256(MODEL_CODE) and digest not in EARLIER_MODEL_CODE:
+        return f"its {Path(code).name} (sha256 {digest[:12]}) differs from the one attnlab installs"
+    return None
 
 
 def source_texts(model_input: Any) -> list[str]:
