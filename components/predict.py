@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from attnlab.config import ExperimentConfig
 from attnlab.decode import default_max_length, greedy_decode
-from attnlab.model import Seq2Seq
+from attnlab.model import Seq2Seq, build_task
 from attnlab.plugins import Task
 from attnlab.vocab import EOS, pad_batch
 
@@ -27,20 +28,44 @@ class Prediction:
     head_weights: list[list[list[float]]] | None
 
 
-def check_sources(texts: list[str], task: Task, model: Seq2Seq) -> None:
-    """Raise ValueError naming the first input that the task or the model cannot take."""
+def source_limit(config: ExperimentConfig) -> int:
+    """The longest source a model of ``config`` is asked about: the longest its task produces for
+    training or, with ``test_task_options``, for testing (a test split may hold longer sources
+    than training saw)."""
+    longest = build_task(config).max_source_length
+    if config.test_task_options:
+        longest = max(longest, build_task(config, split="test").max_source_length)
+    return longest
+
+
+def _shown(text: str, width: int = 40) -> str:
+    return repr(text) if len(text) <= width else repr(text[:width]) + "..."
+
+
+def check_sources(texts: list[str], task: Task, model: Seq2Seq, longest: int | None = None) -> None:
+    """Raise ValueError naming the first input that the task or the model cannot take.
+
+    ``longest``: the longest source accepted (see :func:`source_limit`; None: only the encoder's
+    own limit). Decoding runs 2 steps per source character, so an unbounded input runs for minutes.
+    """
     if not texts:
         raise ValueError("no input given; pass at least one source string")
     for text in texts:
+        if longest is not None and len(text) > longest:
+            raise ValueError(
+                f"{_shown(text)} has {len(text)} characters; this model's task has sources of at most {longest}"
+            )
         task.validate_source(text)
         limit = model.max_source_length
         if limit is not None and len(text) > limit:
-            raise ValueError(f"{text!r} has {len(text)} characters; this model accepts at most {limit}")
+            raise ValueError(f"{_shown(text)} has {len(text)} characters; this model accepts at most {limit}")
 
 
-def predict(model: Seq2Seq, task: Task, texts: list[str], max_length: int | None = None) -> list[Prediction]:
+def predict(
+    model: Seq2Seq, task: Task, texts: list[str], max_length: int | None = None, longest: int | None = None
+) -> list[Prediction]:
     """Greedy predictions for ``texts`` as one batch; validates them first (see check_sources)."""
-    check_sources(texts, task, model)
+    check_sources(texts, task, model, longest)
     device = next(model.parameters()).device
     src, mask = pad_batch([model.src_vocab.encode(text) for text in texts])
     steps = max_length or default_max_length(src.shape[1])

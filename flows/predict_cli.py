@@ -19,13 +19,13 @@ def register(app: typer.Typer) -> None:
 
 
 def load_model(model: str | None, task: str):
-    """(uri, task plugin, Seq2Seq) for --model: a local bundle folder, any MLflow model URI, or
-    by default the champion of ``attnlab-<task>``."""
+    """(uri, config, task plugin, Seq2Seq) for --model: a local bundle folder, any MLflow model
+    URI, or by default the champion of ``attnlab-<task>``."""
     if model and Path(model).is_dir() and (Path(model) / "config.json").exists():
         from attnlab.bundle import load_bundle
 
-        _, task_plugin, seq2seq = load_bundle(Path(model))
-        return model, task_plugin, seq2seq
+        config, task_plugin, seq2seq = load_bundle(Path(model))
+        return model, config, task_plugin, seq2seq
     from attnlab.flows import model_registry
     from attnlab.flows.store import check_store, resolve_store, use_store
 
@@ -51,7 +51,7 @@ def load_model(model: str | None, task: str):
         use_store(store)
     uri = model_registry.resolve_model_uri(model, task)
     python_model = model_registry.load_pyfunc(uri).unwrap_python_model()
-    return uri, python_model.task, python_model.model
+    return uri, python_model.config, python_model.task, python_model.model
 
 
 def _plot_paths(plot: Path, count: int) -> list[Path]:
@@ -73,15 +73,16 @@ def predict(
     """Predict with a trained model: one line per input (default: the task's champion)."""
     quiet(verbose)
     with user_errors():
-        uri, task_plugin, seq2seq = load_model(model, task)
-        from attnlab.predict import check_sources
+        uri, config, task_plugin, seq2seq = load_model(model, task)
+        from attnlab.predict import check_sources, source_limit
         from attnlab.predict import predict as run_predict
 
+        longest = source_limit(config)
         try:
-            check_sources(texts, task_plugin, seq2seq)
+            check_sources(texts, task_plugin, seq2seq, longest)
         except ValueError as exc:
             raise UserError(str(exc)) from None
-        results = run_predict(seq2seq, task_plugin, texts)
+        results = run_predict(seq2seq, task_plugin, texts, longest=longest)
         saved = []
         if plot is not None:
             if any(r.weights is None for r in results):

@@ -89,17 +89,21 @@ class AttnlabModel(mlflow.pyfunc.PythonModel):
     def load_context(self, context) -> None:
         from attnlab.bundle import load_bundle
 
+        from attnlab.predict import source_limit
+
         self.config, self.task, self.model = load_bundle(Path(context.artifacts[BUNDLE]))
+        self.longest = source_limit(self.config)
 
     def predictions(self, texts: list[str]):
         """attnlab Predictions (output, tokens, attention weights) for ``texts``; raises
-        ValueError naming the first input the model cannot take."""
+        ValueError naming the first input the model cannot take (one longer than its task's
+        sources included: decoding it would run for minutes)."""
         from attnlab.predict import check_sources, predict
 
-        check_sources(texts, self.task, self.model)
+        check_sources(texts, self.task, self.model, self.longest)
         results = []
         for start in range(0, len(texts), BATCH):
-            results.extend(predict(self.model, self.task, texts[start : start + BATCH]))
+            results.extend(predict(self.model, self.task, texts[start : start + BATCH], longest=self.longest))
         return results
 
     def predict(self, context, model_input: pd.DataFrame, params: dict[str, Any] | None = None) -> list[str]:

@@ -1,0 +1,102 @@
+"""Bad values refused before anything starts (ports, experiment names, devices, overlong inputs),
+and a diverging training ending with one line, its run FAILED and nothing registered."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+
+from attnlab.flows import cli
+
+from _flowkit import TINY, assert_one_line_error, client_for
+
+NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+
+
+def attnlab(capsys, *args: str) -> tuple[int, str, str]:
+    code = cli.main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def bundle(tmp_path):
+    """A tiny untrained date model on disk."""
+    from attnlab.bundle import save_bundle
+    from attnlab.config import ExperimentConfig
+    from attnlab.model import build_model, build_task
+
+    config = ExperimentConfig(hidden_size=8, embedding_dim=8)
+    return save_bundle(tmp_path / "bundle", config, build_model(config, build_task(config)))
+
+
+@pytest.mark.parametrize(
+    "args, needles",
+    [
+        (["ui", "--port", "70000"], ["Invalid value for '--port'", "65535"]),  # was a 34-line OverflowError
+        (["ui", "--port", "0"], ["Invalid value for '--port'", "greater than or equal to 1"]),
+        (["server", "--prefect-port", "70000"], ["Invalid value for '--prefect-port'", "65535"]),
+        (["server", "--mlflow-port", "-1"], ["Invalid value for '--mlflow-port'"]),
+        (["sweep", "--scorer", "dot", "--experiment", "../../escape_exp"], ["--experiment '../../escape_exp'", "letters, digits"]),
+        (["schedule", "--cron", "0 3 * * *", "--experiment", "../x"], ["--experiment '../x'", "letters, digits"]),
+        pytest.param(["sweep", "--scorer", "dot", "-o", "device=cuda"], ["device 'cuda' is not available"], marks=NO_CUDA),
+        pytest.param(["schedule", "--cron", "0 3 * * *", "--device", "cuda"], ["device 'cuda' is not available"], marks=NO_CUDA),
+    ],
+)
+def test_refused_before_anything_starts(capsys, empty_store, args, needles):
+    code, out, err = attnlab(capsys, *args)
+    assert code == 2 and out == ""
+    assert_one_line_error(err, *needles)
+    assert not empty_store.exists()
+
+
+def test_experiment_outside_the_store_writes_nothing(capsys, empty_store, tmp_path):
+    code, _, err = attnlab(capsys, "train", "--experiment", "../../escape_exp")
+    assert code == 2
+    assert_one_line_error(err, "--experiment '../../escape_exp'", "letters, digits, '-', '_' and '.'")
+    assert not empty_store.exists() and not list(tmp_path.rglob("escape_exp"))
+
+
+def test_predict_refuses_an_input_longer_than_the_tasks_sources(capsys, bundle):
+    started = time.perf_counter()
+    code, out, err = attnlab(capsys, "predict", "25-12-2023" * 1000, "--model", str(bundle))
+    assert time.perf_counter() - started < 30  # it decoded for over 300 s
+    assert code == 2 and out == ""
+    assert_one_line_error(err, "has 10000 characters; this model's task has sources of at most 10")
+    code, out, _ = attnlab(capsys, "predict", "25-12-2023", "--model", str(bundle))
+    assert code == 0 and out.startswith("25-12-2023 -> ")
+
+
+def test_served_model_answers_an_overlong_input_with_a_short_error(bundle):
+    import pandas as pd
+    from mlflow.pyfunc import PythonModelContext
+
+    from attnlab.flows.pyfunc import BUNDLE, AttnlabModel
+
+    context = PythonModelContext(artifacts={BUNDLE: str(bundle)}, model_config=None)
+    model = AttnlabModel()
+    model.load_context(context)
+    started = time.perf_counter()
+    with pytest.raises(ValueError, match=r"has 10000 characters; this model's task has sources of at most 10$") as caught:
+        model.predict(context, pd.DataFrame({"source": ["25-12-2023", "25-12-2023" * 1000]}))
+    assert time.perf_counter() - started < 5 and len(str(caught.value)) < 200
+    assert len(model.predict(context, pd.DataFrame({"source": ["25-12-2023"]}))) == 1
+
+
+@pytest.mark.slow
+def test_a_diverging_training_ends_with_one_line_and_a_failed_run(capsys, empty_store):
+    """Learning rate 1e30: losses near 1e32, never NaN; the run once registered a garbage model."""
+    options = [f"-o{key}={value}" for key, value in TINY.items()]
+    code, out, err = attnlab(capsys, "train", *options, "--learning-rate", "1e30")
+    assert code == 1 and out == ""
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines[0].startswith("training scaled_dot/gru/rnn on date"), err
+    assert len(lines) == 2 and "Traceback" not in err, err  # Prefect printed two tracebacks
+    assert lines[1].startswith("attnlab: error: training diverged: loss grew to ")
+    assert "over 1000x the first one" in lines[1] and lines[1].endswith("lower the learning rate")
+    client = client_for(empty_store)
+    (run,) = client.search_runs([client.get_experiment_by_name("attnlab-date").experiment_id])
+    assert run.info.status == "FAILED"
+    assert client.search_registered_models() == []
