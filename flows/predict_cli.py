@@ -37,7 +37,7 @@ def load_model(model: str | None, task: str):
                 f"no registered model {name!r} yet (no MLflow store at {store.folder}); "
                 f"train one first: attnlab train --task {task}"
             )
-        check_store(store)
+        check_store(store, writable=False)  # predicting only reads: a read-only store serves
         use_store(store)
         from mlflow import MlflowClient
 
@@ -47,7 +47,7 @@ def load_model(model: str | None, task: str):
                 f"train one first: attnlab train --task {task}"
             )
     else:
-        check_store(store)
+        check_store(store, writable=False)
         use_store(store)
     uri = model_registry.resolve_model_uri(model, task)
     python_model = model_registry.load_pyfunc(uri).unwrap_python_model()
