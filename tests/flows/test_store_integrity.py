@@ -145,6 +145,7 @@ def test_a_store_left_mid_migration_that_holds_runs_is_refused_in_one_line(capsy
         conn.execute("INSERT INTO experiments (experiment_id, name, lifecycle_stage) VALUES (7, 'mine', 'active')")
     before = fingerprint(store_dir)
     monkeypatch.setenv("ATTNLAB_MLFLOW_DIR", str(store_dir))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)  # an earlier test's store must not answer
     code, out, err = attnlab(capsys, "train", *TINY_ARGS)
     assert code == 2
     assert_one_line_error(err, f"the MLflow store {store_dir / 'mlflow.db'} holds runs but was left mid-migration",
