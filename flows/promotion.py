@@ -24,7 +24,8 @@ from mlflow.entities import Metric, RunTag
 
 from attnlab.config import ExperimentConfig
 from attnlab.flows import model_registry
-from attnlab.flows.benchmark_store import Benchmark, ensure_benchmark
+from attnlab.benchmark import BenchmarkSet
+from attnlab.flows.benchmark_store import Benchmark
 from attnlab.promotion import Decision, decide, incomparable_reason
 
 #: Prefix of the decision tags.
@@ -41,11 +42,11 @@ def load_version(client: MlflowClient, name: str, version: str):
         return model_registry.load_pyfunc(f"models:/{name}/{version}").unwrap_python_model().model
 
 
-def benchmark_score(model, benchmark: Benchmark, beam_size: int = 1) -> float:
+def benchmark_score(model, drawn: BenchmarkSet, beam_size: int = 1) -> float:
     """Exact match of ``model`` on the benchmark's examples."""
     from attnlab.evaluate import evaluate
 
-    return float(evaluate(model, benchmark.read().examples, beam_size=beam_size).metrics["exact_match"])
+    return float(evaluate(model, drawn.examples, beam_size=beam_size).metrics["exact_match"])
 
 
 @contextlib.contextmanager
@@ -61,11 +62,10 @@ def tracking_uri_of(client: MlflowClient) -> Iterator[None]:
         mlflow.set_tracking_uri(previous)
 
 
-def comparability(model, config: ExperimentConfig, benchmark: Benchmark) -> str | None:
+def comparability(model, config: ExperimentConfig, drawn: BenchmarkSet) -> str | None:
     """Why ``model`` (trained with ``config``) cannot be measured on the benchmark, or None."""
     from attnlab.model import build_task
 
-    drawn = benchmark.read()
     chars = ("".join(model.src_vocab.chars), "".join(model.tgt_vocab.chars))
     return incomparable_reason(drawn.examples, drawn.task, config.task, build_task(config, split="test"), chars, model.max_source_length)
 
@@ -83,8 +83,9 @@ def promote(
     the alias by the one rule (:func:`compare_and_set`). A challenger that cannot be measured on
     the benchmark is registered but not promoted; the decision says why."""
     version = str(challenger_version)
+    drawn = benchmark.read()  # once: the challenger and the champion are scored on these examples
     challenger = load_version(client, name, version)
-    problem = comparability(challenger, config, benchmark)
+    problem = comparability(challenger, config, drawn)
     if problem:
         current = model_registry.champion_version(client, name)
         holder = None if current is None else str(current.version)
@@ -92,7 +93,7 @@ def promote(
 
     def score(candidate: str) -> float:
         model = challenger if str(candidate) == version else load_version(client, name, candidate)
-        return benchmark_score(model, benchmark, config.beam_size)
+        return benchmark_score(model, drawn, config.beam_size)
 
     return compare_and_set(client, name, version, score, margin, lock)
 
@@ -166,8 +167,3 @@ def scratch_folder() -> Path:
     """A new temporary folder for downloaded benchmark files."""
     return Path(tempfile.mkdtemp(prefix="attnlab-benchmark-"))
 
-
-def prepare_benchmark(client: MlflowClient, config: ExperimentConfig, experiment_id: str, size: int, folder: Path, lock: Lock) -> Benchmark:
-    """The benchmark of ``attnlab-<task>``, drawn from ``config`` by its first promotion."""
-    name = model_registry.model_name(config.task)
-    return ensure_benchmark(client, name, experiment_id, config, size, folder, lock=lock())

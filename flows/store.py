@@ -131,6 +131,18 @@ def check_store(store: Store, timeout: float = 3.0, writable: bool = True) -> No
         ) from exc
 
 
+def unreachable(store: Store, timeout: float = 3.0) -> str | None:
+    """Why the tracking server of ``store`` does not answer now (one try, about ``timeout`` s at
+    most), or None when it answers; always None for the embedded store (a file, not a server)."""
+    if store.embedded:
+        return None
+    try:
+        check_store(store, timeout)
+    except TrackingUnavailable as exc:
+        return reason(exc.__cause__) if exc.__cause__ is not None else str(exc)
+    return None
+
+
 def _error_code(exc: MlflowException) -> int:
     return ErrorCode.Value(exc.error_code) if isinstance(exc.error_code, str) else exc.error_code
 

@@ -26,9 +26,9 @@ from attnlab.datasets import load_splits, save_splits
 from attnlab.evaluate import Evaluation, evaluate
 from attnlab.experiment import prepare_data, train_model
 from attnlab.flows import model_registry, promotion, store, tracking
-from attnlab.flows.benchmark_store import Benchmark
+from attnlab.flows.benchmark_store import Benchmark, ensure_benchmark
 from attnlab.flows.promotion_lock import promotion_lock
-from attnlab.flows.errors import UserError
+from attnlab.flows.errors import TrackingLost, UserError
 from attnlab.model import build_task
 from attnlab.plots import attention_heatmap, head_heatmaps, save_figure
 from attnlab.predict import predict
@@ -121,7 +121,7 @@ def train(config: ExperimentConfig, data: Path, run_id: str, workdir: Path) -> T
     """Train, logging every epoch to the progress logger and to MLflow (step = epoch); the model
     is saved as a bundle in ``workdir/bundle``, the checkpoint at :func:`checkpoint_path` after
     every epoch. A tracking server that stops answering stops training at once with
-    :class:`~attnlab.flows.tracking.TrackingLost` (the run cannot be tracked any more)."""
+    :class:`~attnlab.flows.errors.TrackingLost` (the run cannot be tracked any more)."""
     client, where = MlflowClient(), store.resolve_store()
 
     def on_epoch(metrics: dict[str, float]) -> None:
@@ -129,10 +129,10 @@ def train(config: ExperimentConfig, data: Path, run_id: str, workdir: Path) -> T
         try:
             tracking.log_epoch(client, run_id, metrics)
         except Exception as exc:
-            why = tracking.unreachable(where)
+            why = store.unreachable(where)
             if why is None:
                 raise
-            raise tracking.TrackingLost(f"lost the MLflow tracking server {where.tracking_uri} ({why})") from exc
+            raise TrackingLost(f"lost the MLflow tracking server {where.tracking_uri} ({why})") from exc
 
     checkpoint = checkpoint_path(run_id)
     checkpoint.parent.mkdir(parents=True, exist_ok=True)
@@ -207,7 +207,7 @@ def prepare_benchmark(config: ExperimentConfig, experiment: str, size: int, fold
     client = MlflowClient()
     experiment_id = tracking.ensure_experiment(client, experiment, store.resolve_store())
     name = model_registry.model_name(config.task)
-    return promotion.prepare_benchmark(client, config, experiment_id, size, folder, lambda: promotion_lock(name))
+    return ensure_benchmark(client, name, experiment_id, config, size, folder, lock=promotion_lock(name))
 
 
 @task(name="benchmark-overlap", **LOGGING)

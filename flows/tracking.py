@@ -28,8 +28,7 @@ from attnlab.config import ExperimentConfig
 from attnlab.data import Splits
 from attnlab.evaluate import Evaluation
 from attnlab.examples import sample_predictions
-from attnlab.flows.errors import TrackingUnavailable
-from attnlab.flows.store import Store, already_exists, check_store, reason
+from attnlab.flows.store import Store, already_exists
 
 #: Per-epoch metrics from the training callback -> their MLflow names.
 EPOCH_METRICS = {
@@ -172,22 +171,6 @@ def end_run(
             client.log_artifact(run_id, str(checkpoint), "checkpoint")
     finally:
         client.set_terminated(run_id, status)
-
-
-class TrackingLost(TrackingUnavailable):
-    """The tracking server stopped answering while a run was in progress."""
-
-
-def unreachable(store: Store, timeout: float = 3.0) -> str | None:
-    """Why the tracking server of ``store`` does not answer now (one try, about ``timeout`` s at
-    most), or None when it answers; always None for the embedded store (a file, not a server)."""
-    if store.embedded:
-        return None
-    try:
-        check_store(store, timeout)
-    except TrackingUnavailable as exc:
-        return reason(exc.__cause__) if exc.__cause__ is not None else str(exc)
-    return None
 
 
 #: Tag of a run ended by another command, saying why.

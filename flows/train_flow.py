@@ -3,7 +3,7 @@
 One MLflow run per flow run. The run ends FINISHED, FAILED (an error) or KILLED (Ctrl-C or a
 termination signal) and keeps what it logged; when interrupted it also gets the last checkpoint
 as an artifact. When the tracking server is lost the run cannot be ended: the flow stops with
-:class:`~attnlab.flows.tracking.TrackingLost` (one line naming the server and where the last
+:class:`~attnlab.flows.errors.TrackingLost` (one line naming the server and where the last
 checkpoint is kept on local disk), and the next train flow against that store ends the run
 FAILED, as it ends every run left RUNNING by a process that is gone (SIGKILL, a crash). The
 champion alias moves only after a successful run, and only by the one promotion rule
@@ -31,6 +31,7 @@ from attnlab.config import ExperimentConfig
 from attnlab.datasets import data_spec
 from attnlab.examples import pick_examples
 from attnlab.flows import model_registry, promotion, store, tasks, tracking
+from attnlab.flows.errors import TrackingLost
 from attnlab.flows.flow_runs import ending_status, flow_run_tags, is_interrupt
 from attnlab.plugins import describe_plugins
 from attnlab.timing import Stopwatch
@@ -97,11 +98,11 @@ def train_flow(
             tracking.end_run(MlflowClient(), run_id, "FINISHED")
     except BaseException as exc:
         where = store.resolve_store()
-        why = tracking.unreachable(where)  # one quick try: a lost server is not retried again
+        why = store.unreachable(where)  # one quick try: a lost server is not retried again
         if why is not None:
             kept = checkpoint.exists()
             message = lost_message(where.tracking_uri, why, run_id, checkpoint if kept else None, is_interrupt(exc))
-            raise tracking.TrackingLost(message) from exc
+            raise TrackingLost(message) from exc
         with _no_sigint():
             tracking.end_run(
                 MlflowClient(),
