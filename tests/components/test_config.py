@@ -19,6 +19,21 @@ from attnlab.plugins import PluginError
         ("teacher_forcing", 1.5, "less than or equal to 1"),
         ("device", "tpu", "unknown device 'tpu'"),
         ("colour", "red", "Extra inputs are not permitted"),
+        # upper bounds and finite floats: each value once ran into a traceback or a late failure
+        ("hidden_size", 1_000_000, "less than or equal to 2048"),  # was a 12 TB allocation
+        ("embedding_dim", 1_000_000, "less than or equal to 2048"),
+        ("train_size", 10**9, "less than or equal to 1000000"),
+        ("test_size", 10**9, "less than or equal to 1000000"),
+        ("batch_size", 10**7, "less than or equal to 100000"),
+        ("beam_size", 10**6, "less than or equal to 100"),
+        ("epochs", 10**6, "less than or equal to 10000"),
+        ("seed", 10**20, "less than 4294967296"),  # overflowed torch's seed after the run started
+        ("learning_rate", "inf", "finite number"),
+        ("learning_rate", "1e999", "finite number"),
+        ("learning_rate", "nan", "finite number"),
+        ("learning_rate", 1e35, r"at most 1e\+30"),
+        ("clip_norm", "inf", "finite number"),
+        ("teacher_forcing", "nan", "finite number"),
     ],
 )
 def test_bad_values_are_refused(field, value, message):
