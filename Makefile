@@ -22,7 +22,7 @@ ui: setup
 	$(VENV)/bin/attnlab ui
 
 test: setup
-	$(VENV)/bin/python -m pytest
+	PYTHONUNBUFFERED=1 $(VENV)/bin/python -m pytest
 
 benchmarks: setup
 	cd benchmarks && ../$(VENV)/bin/python bench_attention.py && ../$(VENV)/bin/python bench_decoding.py && ../$(VENV)/bin/python bench_training.py && ../$(VENV)/bin/python bench_cli_train.py

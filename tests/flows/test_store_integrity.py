@@ -11,6 +11,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,7 @@ MlflowClient(f"sqlite:///{sys.argv[1]}/mlflow.db").search_experiments()
 
 WITH_RUNS = """
 import sys
+import time
 from pathlib import Path
 from mlflow import MlflowClient
 from attnlab.flows.store import Store, check_store
@@ -52,6 +54,42 @@ for index in range(int(sys.argv[2])):
     client.log_text(run.info.run_id, f"run {index}", "notes.txt")
     client.set_terminated(run.info.run_id)
 """
+
+
+#: Run in a child process: wait for the go file, then open the store and log one run the way
+#: ``attnlab train`` does (store check, stale-run sweep, experiment, run, end).
+STORE_USER = """
+import sys, time
+from pathlib import Path
+from mlflow import MlflowClient
+from attnlab.config import ExperimentConfig
+from attnlab.flows import store, tracking
+go, seed = Path(sys.argv[1]), int(sys.argv[2])
+Path(sys.argv[3]).touch()
+while not go.exists():
+    time.sleep(0.05)
+where = store.use_store()
+store.check_store(where)
+client = MlflowClient()
+tracking.end_stale_runs(client)
+run_id = tracking.start_run(client, tracking.ensure_experiment(client, "attnlab-date", where), ExperimentConfig(seed=seed))
+client.log_metric(run_id, "test_exact_match", 0.5)
+tracking.end_run(client, run_id, "FINISHED")
+"""
+
+
+def store_user(store_dir: Path, go: Path, seed: int, folder: Path) -> subprocess.Popen:
+    """A process running :data:`STORE_USER` on ``store_dir``; its output goes to files in ``folder``."""
+    env = {**os.environ, "ATTNLAB_MLFLOW_DIR": str(store_dir)}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    with open(folder / f"out-{seed}.txt", "w") as out:
+        return subprocess.Popen([sys.executable, "-c", STORE_USER, str(go), str(seed), str(folder / f"ready-{seed}")],
+                                env=env, cwd=folder, stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
+
+
+def outputs(folder: Path) -> str:
+    """What the store users said, the last lines of each."""
+    return "\n".join(f"{path.name}: {path.read_text()[-600:]}" for path in sorted(folder.glob("out-*.txt")))
 
 
 def attnlab(capsys, *args: str) -> tuple[int, str, str]:
@@ -108,21 +146,30 @@ def killed_mid_migration(store_dir: Path, after_tables: int = 1) -> None:
 
 
 @pytest.mark.slow
-def test_eight_trains_at_once_on_a_fresh_store_all_finish_then_a_ninth(tmp_path):
-    store_dir = tmp_path / "mlflow"  # does not exist yet: the eight create it together
-    processes = [cli_process(store_dir, "train", *TINY_ARGS, f"-oseed={seed}", "--json", cwd=tmp_path) for seed in range(8)]
+def test_eight_runs_at_once_on_a_fresh_store_all_finish_then_a_train(capsys, tmp_path, monkeypatch):
+    """Eight processes open a store that does not exist yet, at the same moment (each waits for a
+    go file once its imports are done, so machine speed does not decide the overlap), and each logs
+    a run as ``attnlab train`` does; then a real ``attnlab train`` on the same store."""
+    store_dir = tmp_path / "mlflow"
+    go = tmp_path / "go"
+    processes = [store_user(store_dir, go, seed, tmp_path) for seed in range(8)]
     try:
-        results = [(process.wait(timeout=900), *process.communicate()) for process in processes]
+        while len(list(tmp_path.glob("ready-*"))) < 8:  # the event: all eight are at the start line
+            assert all(process.poll() is None for process in processes), outputs(tmp_path)
+            time.sleep(0.2)
+        go.touch()
+        codes = [process.wait() for process in processes]
     finally:
         for process in processes:
             process.kill()
-    assert [code for code, _, _ in results] == [0] * 8, [err[-800:] for code, _, err in results if code]
+    assert codes == [0] * 8, outputs(tmp_path)
     assert not {name for name in tables(store_dir / "mlflow.db") if name.startswith("_alembic_tmp_")}
-    assert sorted(run.info.status for run in all_runs(store_dir) if run.info.run_name != "benchmark-date") == ["FINISHED"] * 8
+    assert sorted(run.info.status for run in all_runs(store_dir)) == ["FINISHED"] * 8
 
-    ninth = cli_process(store_dir, "train", *TINY_ARGS, "--json", cwd=tmp_path)
-    out, err = ninth.communicate(timeout=600)
-    assert ninth.returncode == 0, err[-2000:]
+    monkeypatch.setenv("ATTNLAB_MLFLOW_DIR", str(store_dir))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    code, out, err = attnlab(capsys, "train", *TINY_ARGS)
+    assert code == 0, err
     assert sum(run.info.status == "FINISHED" for run in all_runs(store_dir) if run.info.run_name != "benchmark-date") == 9
 
 
