@@ -207,7 +207,7 @@ def server(
     """Start a local Prefect server and MLflow server on 127.0.0.1 (for 'attnlab schedule' on one
     machine); print their URLs and the exports; Ctrl-C stops both."""
     from attnlab.flows import servers
-    from attnlab.flows.tasks import cache_root
+    from attnlab.cache import cache_root
     from attnlab.flows.store import resolve_store
 
     host = servers.HOST
@@ -223,6 +223,8 @@ def server(
     logs = cache_root() / "server"
     env = {**os.environ}
     env.pop("PREFECT_API_URL", None)  # the server itself needs none
+    # The UI asks the server where its API is: the chosen port, not Prefect's default 4200.
+    env.update(PREFECT_UI_API_URL=f"http://{host}:{prefect_port}/api", PREFECT_SERVER_API_PORT=str(prefect_port))
     running = [
         servers.Server("Prefect", servers.prefect_command(prefect_port, host), f"http://{host}:{prefect_port}/api/health", logs / "prefect.log", env)
     ]

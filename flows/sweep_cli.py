@@ -206,7 +206,7 @@ def run_sweep(
 
     server = start_in_background()
     if server is not None:
-        server.join()
+        server.wait()
     share_with_workers()
     from attnlab.flows.sweep_flow import sweep_flow
 

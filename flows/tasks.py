@@ -21,6 +21,7 @@ from prefect import task
 from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE
 
 from attnlab.bundle import load_bundle, save_bundle
+from attnlab.cache import cache_root
 from attnlab.config import ExperimentConfig
 from attnlab.datasets import load_splits, save_splits
 from attnlab.evaluate import Evaluation, evaluate
@@ -60,13 +61,6 @@ def start_run(config: ExperimentConfig, experiment: str, tags: dict[str, str]) -
     store.check_store(where)
     client = MlflowClient()
     return tracking.start_run(client, tracking.ensure_experiment(client, experiment, where), config, tags)
-
-
-def cache_root() -> Path:
-    """attnlab's cache folder: ``ATTNLAB_CACHE_DIR``, else ``$XDG_CACHE_HOME/attnlab`` or
-    ``~/.cache/attnlab``."""
-    root = os.environ.get("ATTNLAB_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "attnlab"
-    return Path(root)
 
 
 def checkpoint_path(run_id: str) -> Path:

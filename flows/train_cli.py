@@ -171,7 +171,7 @@ def run_training(
             preload()
     with watch("prefect_start"):
         if server is not None:
-            server.join()
+            server.wait()
     typer.echo(
         f"training {config.scorer}/{config.encoder}/{config.decoder} on {config.task} "
         f"({config.train_size}/{config.validation_size}/{config.test_size} examples, up to "

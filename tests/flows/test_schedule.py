@@ -4,12 +4,14 @@ one-line errors when no server is there."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -128,6 +130,15 @@ def test_server_prints_both_urls_and_the_exports(service):
     assert f"export PREFECT_API_URL=http://127.0.0.1:{prefect_port}/api" in service.server_out
     assert f"export MLFLOW_TRACKING_URI=http://127.0.0.1:{mlflow_port}" in service.server_out
     assert servers.healthy(f"http://127.0.0.1:{mlflow_port}/health")
+
+
+@pytest.mark.slow
+def test_the_prefect_ui_calls_the_api_on_the_chosen_port(service):
+    """The UI page reads /ui-settings to find its API; on a port other than 4200 it must name that
+    port, or the UI is blank ("Can't connect to Server API at http://127.0.0.1:4200/api")."""
+    prefect_port, _ = service.ports
+    with urllib.request.urlopen(f"http://127.0.0.1:{prefect_port}/ui-settings", timeout=30) as response:
+        assert json.load(response)["api_url"] == f"http://127.0.0.1:{prefect_port}/api"
 
 
 @pytest.mark.slow
