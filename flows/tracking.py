@@ -177,20 +177,30 @@ def end_run(
 ENDED_BY = "attnlab.ended_by"
 
 
-def end_stale_runs(client: MlflowClient, now: float | None = None) -> list[tuple[str, str]]:
-    """End FAILED every RUNNING run of the store whose owner is gone (:func:`attnlab.stale_runs.stale_reason`),
-    with the reason in tags ``attnlab.error`` and ``attnlab.ended_by``; the (run id, reason) of each.
-    Two queries: the experiments, then their RUNNING runs."""
+def find_stale_runs(client: MlflowClient, experiment_ids: list[str] | None = None, now: float | None = None) -> list:
+    """The RUNNING runs of ``experiment_ids`` (default: every experiment of the store) whose owner
+    is gone (:func:`attnlab.stale_runs.stale_reason`), as (run, reason) pairs. One query for the
+    runs of all the experiments (and one for the experiments when not given)."""
     now = time.time() if now is None else now
-    experiments = [e.experiment_id for e in client.search_experiments()]
-    if not experiments:
+    if experiment_ids is None:
+        experiment_ids = [e.experiment_id for e in client.search_experiments()]
+    if not experiment_ids:
         return []
+    host = stale_runs.this_host()
+    found = []
+    for run in client.search_runs(experiment_ids, "attributes.status = 'RUNNING'", max_results=1000):
+        why = stale_runs.stale_reason(run.data.tags, host, now)
+        if why is not None:
+            found.append((run, why))
+    return found
+
+
+def end_stale_runs(client: MlflowClient, now: float | None = None, experiment_ids: list[str] | None = None) -> list[tuple[str, str]]:
+    """End FAILED every run of :func:`find_stale_runs` (by default the whole store's), with the
+    reason in tags ``attnlab.error`` and ``attnlab.ended_by``; the (run id, reason) of each."""
     ended = []
     host = stale_runs.this_host()
-    for run in client.search_runs(experiments, "attributes.status = 'RUNNING'", max_results=1000):
-        why = stale_runs.stale_reason(run.data.tags, host, now)
-        if why is None:
-            continue
+    for run, why in find_stale_runs(client, experiment_ids, now):
         message = f"left RUNNING: {why}; ended FAILED by process {os.getpid()} on {host}"
         client.log_batch(run.info.run_id, tags=[RunTag(ENDED_BY, message), RunTag("attnlab.error", f"stale run: {why}")])
         client.set_terminated(run.info.run_id, "FAILED")
