@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import RESOURCE_ALREADY_EXISTS, RESOURCE_DOES_NOT_EXIST, ErrorCode
 
 from attnlab.flows.errors import TrackingUnavailable
+from attnlab.retry import BUDGET_SECONDS, retrying
 
 DEFAULT_DIR = "mlflow"
 
@@ -96,9 +98,28 @@ def reason(exc: BaseException) -> str:
     return first if len(first) <= 160 else first[:157] + "..."
 
 
-def check_store(store: Store, timeout: float = 3.0, writable: bool = True) -> None:
-    """Raise TrackingUnavailable (one line) unless ``store`` answers within about ``timeout`` s
-    and, when ``writable``, a run can write to it.
+#: A store answers late (retried) rather than not at all (reported at once) when it says so.
+_LATE = ("timed out", "Read timed out", "database is locked", "too many 5", "TEMPORARILY_UNAVAILABLE",
+         "503", "502", "504", "429", "Connection reset", "RemoteDisconnected")  # fmt: skip
+retries = logging.getLogger("attnlab.tracking")
+
+
+def answers_late(exc: BaseException) -> bool:
+    """True for failures of a store that is there but busy (a timeout, a 5xx, a locked SQLite
+    file); False for one that is absent (connection refused, unknown host) or refused on purpose."""
+    if isinstance(exc, TrackingUnavailable):
+        return False
+    text = f"{type(exc).__name__}: {exc}"
+    return any(needle in text for needle in _LATE)
+
+
+def check_store(store: Store, timeout: float = 3.0, writable: bool = True, budget: float = BUDGET_SECONDS) -> None:
+    """Raise TrackingUnavailable (one line) unless ``store`` answers and, when ``writable``, a run
+    can write to it.
+
+    A store that answers late (see :func:`answers_late`) is asked again with back-off, each try
+    waiting twice as long as the one before (from ``timeout`` s), for ``budget`` s in all; one
+    that is absent is reported at once.
 
     For the embedded store this creates the folder and the database on first use, under the
     store's file lock (:mod:`attnlab.flows.store_guard`): a store that is damaged, half-migrated
@@ -112,10 +133,19 @@ def check_store(store: Store, timeout: float = 3.0, writable: bool = True) -> No
             store.folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise TrackingUnavailable(f"cannot create the MLflow folder {store.folder}: {exc.strerror}") from exc
+    tries = []
+
+    def ask() -> None:
+        with _quick_http(timeout * 2 ** len(tries)):
+            tries.append(1)
+            MlflowClient(store.tracking_uri).search_experiments(max_results=1)
+
+    def told(exc: BaseException, delay: float) -> None:
+        retries.warning("the MLflow tracking store %s answers late (%s); asking again in %.1f s", store.tracking_uri, reason(exc), delay)
+
     try:
         with store_guard.guarded(store.folder) if store.embedded else contextlib.nullcontext():
-            with _quick_http(timeout):
-                MlflowClient(store.tracking_uri).search_experiments(max_results=1)
+            retrying(ask, answers_late, budget, on_retry=told)
         if store.embedded and writable:
             store_guard.check_writable(store.folder)
     except TrackingUnavailable:
@@ -126,8 +156,9 @@ def check_store(store: Store, timeout: float = 3.0, writable: bool = True) -> No
             if not store.embedded
             else "check ATTNLAB_MLFLOW_DIR"
         )
+        late = f" after {len(tries)} tries in {budget:.0f} s" if len(tries) > 1 else ""
         raise TrackingUnavailable(
-            f"cannot reach the MLflow tracking store {store.tracking_uri}: {reason(exc)}; {hint}"
+            f"cannot reach the MLflow tracking store {store.tracking_uri}: {reason(exc)}{late}; {hint}"
         ) from exc
 
 
@@ -137,7 +168,7 @@ def unreachable(store: Store, timeout: float = 3.0) -> str | None:
     if store.embedded:
         return None
     try:
-        check_store(store, timeout)
+        check_store(store, timeout, budget=0)
     except TrackingUnavailable as exc:
         return reason(exc.__cause__) if exc.__cause__ is not None else str(exc)
     return None

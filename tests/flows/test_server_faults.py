@@ -6,6 +6,7 @@ Also: the stale-run adapter on an embedded store (runs whose owner process is go
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import signal
@@ -182,3 +183,67 @@ def test_runs_whose_owner_process_is_gone_end_failed_others_stay_running(empty_s
     status = {name: client.get_run(run_id).info.status for name, run_id in ids.items()}
     assert status == {"gone": "FAILED", "alive": "RUNNING", "elsewhere-recent": "RUNNING", "elsewhere-silent": "FAILED", "no-owner": "RUNNING"}
     assert tracking.end_stale_runs(client) == []  # ended once
+
+
+# --------------------------------------------------------------------------- a busy server
+
+
+class RetryWatch(logging.Handler):
+    """Sets ``retried`` when the store check says it will ask again."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.retried = threading.Event()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+        self.retried.set()
+
+
+@pytest.fixture
+def retry_watch():
+    watch = RetryWatch()
+    logger = logging.getLogger("attnlab.tracking")
+    logger.addHandler(watch)
+    yield watch
+    logger.removeHandler(watch)
+
+
+@pytest.mark.slow
+def test_a_server_that_answers_late_is_asked_again_until_it_answers(mlflow_server, retry_watch):
+    """A real server frozen with SIGSTOP (it accepts connections, answers nothing) while the
+    store check runs, resumed once the check has retried: the check succeeds."""
+    from attnlab.flows.store import Store, check_store
+
+    url, server = mlflow_server()
+    outcome: list[BaseException | None] = []
+    os.killpg(server.process.pid, signal.SIGSTOP)
+    try:
+        checker = threading.Thread(target=lambda: outcome.append(_error_of(check_store, Store(url), timeout=1.0)))
+        checker.start()
+        assert retry_watch.retried.wait(120), "the check never retried"
+    finally:
+        os.killpg(server.process.pid, signal.SIGCONT)
+    checker.join()
+    assert outcome == [None], outcome
+    assert "answers late (no answer in time); asking again" in retry_watch.lines[0]
+
+
+def test_an_absent_server_is_one_line_at_once_without_retries(retry_watch):
+    from attnlab.flows.errors import TrackingUnavailable
+    from attnlab.flows.store import Store, check_store
+
+    url = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(TrackingUnavailable) as raised:
+        check_store(Store(url))
+    assert str(raised.value).startswith(f"cannot reach the MLflow tracking store {url}: connection refused;")
+    assert retry_watch.lines == []
+
+
+def _error_of(function, *args, **kwargs) -> BaseException | None:
+    try:
+        function(*args, **kwargs)
+    except BaseException as exc:  # noqa: BLE001  handed to the test thread
+        return exc
+    return None
