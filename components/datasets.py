@@ -7,7 +7,7 @@ training settings share one file.
 from __future__ import annotations
 
 import json
-import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +35,9 @@ def save_splits(path: Path, splits: Splits) -> Path:
     """Write ``splits`` as JSON (atomically: a reader never sees half a file); returns ``path``."""
     data = {name: [[ex.source, ex.target, ex.alignment] for ex in examples] for name, examples in splits.items()}
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, ensure_ascii=False))
-    tmp.replace(path)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as tmp:
+        tmp.write(json.dumps(data, ensure_ascii=False))
+    Path(tmp.name).replace(path)
     return path
 
 

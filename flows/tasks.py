@@ -18,7 +18,7 @@ from typing import Any
 from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 from prefect import task
-from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE
+from prefect.cache_policies import NO_CACHE
 
 from attnlab.bundle import load_bundle, save_bundle
 from attnlab.cache import cache_root
@@ -70,18 +70,27 @@ def checkpoint_path(run_id: str) -> Path:
     return cache_root() / "checkpoints" / run_id / "checkpoint.pt"
 
 
+#: Bumped when the data file's layout or generation changes: older files are then not reused.
+DATA_FORMAT = 1
+
+
 def cache_dir() -> Path:
     """Where generated datasets are kept: ``<cache_root>/datasets``."""
     return cache_root() / "datasets"
 
 
-@task(name="generate-data", cache_policy=INPUTS + TASK_SOURCE, persist_result=True)
+@task(name="generate-data", cache_policy=NO_CACHE)
 def generate_data(spec: dict[str, Any], plugin: str) -> Path:
     """The train/validation/test splits of ``spec`` (see :func:`attnlab.datasets.data_spec`) as a JSON file in
-    :func:`cache_dir`; its path. Cached on these inputs (``plugin`` names the task plugin's
-    distribution and version, so an upgraded plugin regenerates)."""
-    key = json.dumps([spec, plugin], sort_keys=True)
+    :func:`cache_dir`; its path. The file is named by a hash of these inputs and generated once
+    per machine (``plugin`` names the task plugin's distribution and version, so an upgraded
+    plugin regenerates). The cache is a file of this machine's cache folder, not a Prefect result
+    record: a Dask worker on another machine keeps its own (Prefect would write its records under
+    the submitting machine's PREFECT_HOME, which a worker does not have)."""
+    key = json.dumps([spec, plugin, DATA_FORMAT], sort_keys=True)
     path = cache_dir() / f"{spec['task']}-{hashlib.sha256(key.encode()).hexdigest()[:20]}.json"
+    if path.exists():
+        return path
     return save_splits(path, prepare_data(ExperimentConfig(**spec))[1])
 
 

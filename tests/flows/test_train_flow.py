@@ -240,14 +240,15 @@ def test_data_generation_is_cached_on_its_inputs_and_passed_as_a_file():
     assert data_spec(config.model_copy(update={"hidden_size": 7, "scorer": "dot"})) == spec
 
     @flow
-    def twice():
-        args = (spec, "attnlab test")
-        return tasks.generate_data(*args, return_state=True), tasks.generate_data(*args, return_state=True)
+    def once(plugin: str):
+        return tasks.generate_data(spec, plugin)
 
-    first, second = twice()
-    assert first.is_completed() and second.name == "Cached"
-    assert first.result() == second.result() and first.result().parent == tasks.cache_dir()
-    splits = load_splits(first.result())
+    first = once("attnlab test")
+    written = first.stat().st_mtime_ns
+    assert once("attnlab test") == first and first.stat().st_mtime_ns == written  # kept, not generated again
+    assert first.parent == tasks.cache_dir()
+    assert once("attnlab test 2.0") != first  # another plugin version: other data
+    splits = load_splits(first)
     assert [len(part) for _, part in splits.items()] == [30, 10, 10]
     assert splits.train[0].alignment and isinstance(splits.train[0].alignment[0], tuple)
 
