@@ -13,7 +13,7 @@ import sys
 import typer
 
 from attnlab.flows import ENV_DEFAULTS  # noqa: F401  (sets the telemetry defaults first)
-from attnlab.flows import plugins_cli, predict_cli, service_cli, sweep_cli, train_cli
+from attnlab.flows import plugins_cli, predict_cli, runs_cli, service_cli, sweep_cli, train_cli
 from attnlab.flows.cli_support import PROG
 
 app = typer.Typer(
@@ -24,7 +24,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-for module in (train_cli, predict_cli, plugins_cli, sweep_cli, service_cli):
+for module in (train_cli, predict_cli, plugins_cli, sweep_cli, service_cli, runs_cli):
     module.register(app)
 
 

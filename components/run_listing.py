@@ -1,0 +1,142 @@
+"""The tables of ``attnlab runs``: the recent runs of an experiment, and the runs left RUNNING by
+a process that is gone.
+
+Pure: the flows turn MLflow's runs into plain dicts (run records) and say which run is champion;
+this module builds the rows (JSON-ready dicts) and renders them for a terminal. A run record::
+
+    {"run_id": str, "run_name": str, "experiment": str, "status": str,
+     "start_time": int | None (ms since the epoch), "tags": {str: str}, "params": {str: str},
+     "metrics": {str: float}}
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Iterable, Mapping, Sequence
+
+#: The run statuses MLflow knows, as ``--status`` accepts them.
+STATUSES = ("RUNNING", "SCHEDULED", "FINISHED", "FAILED", "KILLED")
+#: Characters of a run id shown in tables (enough to tell runs apart; ``attnlab compare`` takes it).
+SHORT_ID = 8
+#: The mark of the champion's run.
+CHAMPION_MARK = "*"
+
+Record = Mapping[str, Any]
+
+
+def short_id(run_id: str) -> str:
+    return run_id[:SHORT_ID]
+
+
+def started(start_time: int | None) -> str:
+    """A run's start (ms since the epoch) as ``YYYY-MM-DD HH:MM:SS`` in UTC; ``""`` when unknown."""
+    if start_time is None:
+        return ""
+    return datetime.fromtimestamp(start_time / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def check_statuses(values: Iterable[str]) -> tuple[str, ...]:
+    """The statuses asked for, upper-cased and without repeats; ValueError naming a status MLflow
+    does not know and the ones it does."""
+    chosen: list[str] = []
+    for value in values:
+        for part in str(value).split(","):
+            status = part.strip().upper()
+            if status not in STATUSES:
+                raise ValueError(f"--status {part.strip()!r} is not a run status; choose from {', '.join(STATUSES)}")
+            if status not in chosen:
+                chosen.append(status)
+    return tuple(chosen)
+
+
+def _number(metrics: Mapping[str, float], key: str) -> float | None:
+    value = metrics.get(key)
+    return None if value is None else float(value)
+
+
+def run_row(record: Record, champion_runs: Iterable[str] = ()) -> dict[str, Any]:
+    """One run as a row of ``attnlab runs --json``: ids, status, start (UTC), plugins and task,
+    test exact match, alignment accuracy, epochs trained and whether it is the champion's run
+    (``champion_runs``: the run ids of the model versions holding the champion alias)."""
+    tags, params, metrics = record.get("tags", {}), record.get("params", {}), record.get("metrics", {})
+    epochs = _number(metrics, "epochs_trained")
+    return {
+        "run_id": record["run_id"],
+        "name": record.get("run_name") or "",
+        "experiment": record.get("experiment"),
+        "status": record["status"],
+        "start_time": started(record.get("start_time")),
+        **{key: tags.get(key) or params.get(key) for key in ("task", "scorer", "encoder", "decoder")},
+        "exact_match": _number(metrics, "test_exact_match"),
+        "alignment": _number(metrics, "test_alignment_accuracy"),
+        "epochs": None if epochs is None else int(epochs),
+        "champion": record["run_id"] in set(champion_runs),
+    }
+
+
+def _shown(value: Any, digits: int = 4) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Left-aligned text columns, two spaces apart, trailing spaces trimmed."""
+    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
+    lines = [columns, *rows]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in lines)
+
+
+def format_runs(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The rows of :func:`run_row` as a text table, the champion's run marked ``*``."""
+    if not rows:
+        return ""
+    columns = ("", "run", "name", "status", "started (UTC)", "task", "scorer/encoder/decoder", "exact_match", "alignment", "epochs")
+    body = []
+    for row in rows:
+        plugins = "/".join(str(row.get(key) or "-") for key in ("scorer", "encoder", "decoder"))
+        body.append(
+            (
+                CHAMPION_MARK if row["champion"] else "",
+                short_id(row["run_id"]),
+                row["name"],
+                row["status"],
+                row["start_time"],
+                row.get("task") or "-",
+                "-" if plugins == "-/-/-" else plugins,
+                _shown(row["exact_match"]),
+                _shown(row["alignment"]),
+                _shown(row["epochs"]),
+            )
+        )
+    text = _table(columns, body)
+    if any(row["champion"] for row in rows):
+        text += f"\n{CHAMPION_MARK} champion: the run of the model version that holds the alias 'champion'"
+    return text
+
+
+def stale_row(record: Record, reason: str, ended: bool) -> dict[str, Any]:
+    """A run left RUNNING by a process that is gone, as a row of ``attnlab runs --stale --json``."""
+    return {
+        "run_id": record["run_id"],
+        "name": record.get("run_name") or "",
+        "experiment": record.get("experiment"),
+        "start_time": started(record.get("start_time")),
+        "reason": reason,
+        "ended": ended,
+    }
+
+
+def format_stale(rows: Sequence[Mapping[str, Any]], end_command: str = "attnlab runs --stale --end") -> str:
+    """The rows of :func:`stale_row` as a text table and a last line saying what was done (or
+    the ``end_command`` that ends them)."""
+    if not rows:
+        return "no run is left RUNNING by a process that is gone"
+    ended = all(row["ended"] for row in rows)
+    body = [(short_id(r["run_id"]), r["name"], r["experiment"] or "-", r["start_time"], r["reason"]) for r in rows]
+    text = _table(("run", "name", "experiment", "started (UTC)", "why it is stale"), body)
+    if ended:
+        return text + f"\nended {len(rows)} run(s) FAILED (tag attnlab.ended_by says why)"
+    return text + f"\n{len(rows)} run(s) left RUNNING by a process that is gone; end them FAILED with: {end_command}"

@@ -1,0 +1,73 @@
+"""The Python API's tracked path: train from a notebook or script exactly as ``attnlab train``
+does, so the run shows up in the MLflow UI with everything the command logs.
+
+:func:`attnlab.experiment.run_experiment` trains in-process and logs nothing; opt in to tracking by
+calling :func:`train` instead::
+
+    from attnlab.config import ExperimentConfig
+    from attnlab.flows.api import load_run_model, train
+
+    summary = train(ExperimentConfig(scorer="additive"))   # the train flow, as the CLI runs it
+    print(summary["run_id"], summary["metrics"]["test_exact_match"])
+    config, task, model = load_run_model(summary["run_id"])  # then attnlab.predict.predict(model, task, [...])
+
+The store is the CLI's (``MLFLOW_TRACKING_URI``, else ``ATTNLAB_MLFLOW_DIR`` or ``./mlflow``);
+without ``PREFECT_API_URL`` the first call starts Prefect's temporary server, owned by this
+process and reused by later calls. Per-epoch lines go to the ``attnlab.progress`` logger.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from attnlab.config import ExperimentConfig
+
+
+def train(
+    config: ExperimentConfig | None = None,
+    *,
+    experiment: str | None = None,
+    register: bool = True,
+    promote: bool = True,
+    **fields: Any,
+) -> dict[str, Any]:
+    """Run the train flow that ``attnlab train`` runs (data, training, evaluation, heatmaps, the
+    model logged to MLflow; registered as ``attnlab-<task>`` when ``register``, given the champion
+    alias by the one promotion rule when ``promote``) and return its summary: the fields of
+    ``attnlab train --json`` (``run_id``, ``experiment``, ``metrics``, ``model``, ...).
+
+    ``fields`` override fields of ``config`` (default: the defaults), validated like the CLI's
+    ``-o``. Mistakes (an unknown plugin, a bad value, an unreachable store) raise
+    :class:`attnlab.errors.UserError` or pydantic's ValidationError before anything starts.
+    """
+    from attnlab.flows.cli_support import check_config
+    from attnlab.flows.prefect_server import start_in_background
+    from attnlab.flows.store import check_store, resolve_store
+    from attnlab.flows.train_cli import check_start
+
+    base = config or ExperimentConfig()
+    if fields:
+        base = ExperimentConfig.model_validate({**base.model_dump(), **fields})
+    check_start(base, experiment)
+    check_config(base)
+    server = start_in_background()  # None when Prefect has an API URL or this process a server
+    check_store(resolve_store())
+    if server is not None:
+        server.wait()
+    from attnlab.flows.train_flow import train_flow
+
+    return train_flow(config=base, experiment=experiment, register_model=register, promote=promote)
+
+
+def load_run_model(run_id: str):
+    """(config, task plugin, Seq2Seq) of the model logged by run ``run_id`` (``runs:/<id>/model``),
+    loaded as ``attnlab predict`` loads an MLflow model: from the store checked for reading,
+    through :func:`attnlab.flows.model_registry.load_pyfunc` (which refuses foreign model code)."""
+    from attnlab.flows.model_registry import load_pyfunc
+    from attnlab.flows.store import check_store, resolve_store, use_store
+
+    store = resolve_store()
+    check_store(store, writable=False)
+    use_store(store)
+    python_model = load_pyfunc(f"runs:/{run_id}/model").unwrap_python_model()
+    return python_model.config, python_model.task, python_model.model
