@@ -8,6 +8,8 @@ from attnlab.config import ExperimentConfig
 from attnlab.decode import default_max_length, greedy_decode
 from attnlab.model import Seq2Seq, build_task
 from attnlab.plugins import Task
+from attnlab.plugins.task import shown
+from attnlab.sources import source_problem
 from attnlab.vocab import EOS, pad_batch
 
 
@@ -38,34 +40,40 @@ def source_limit(config: ExperimentConfig) -> int:
     return longest
 
 
-def _shown(text: str, width: int = 40) -> str:
-    return repr(text) if len(text) <= width else repr(text[:width]) + "..."
-
-
-def check_sources(texts: list[str], task: Task, model: Seq2Seq, longest: int | None = None) -> None:
+def check_sources(
+    texts: list[str], task: Task, model: Seq2Seq, longest: int | None = None, test_task: Task | None = None
+) -> None:
     """Raise ValueError naming the first input that the task or the model cannot take.
 
     ``longest``: the longest source accepted (see :func:`source_limit`; None: only the encoder's
     own limit). Decoding runs 2 steps per source character, so an unbounded input runs for minutes.
+    ``test_task``: the task of ``test_task_options``, see :func:`attnlab.sources.source_problem`.
     """
     if not texts:
         raise ValueError("no input given; pass at least one source string")
     for text in texts:
         if longest is not None and len(text) > longest:
             raise ValueError(
-                f"{_shown(text)} has {len(text)} characters; this model's task has sources of at most {longest}"
+                f"{shown(text)} has {len(text)} characters; this model's task has sources of at most {longest}"
             )
-        task.validate_source(text)
+        problem = source_problem(text, task, test_task)
+        if problem is not None:
+            raise ValueError(problem)
         limit = model.max_source_length
         if limit is not None and len(text) > limit:
-            raise ValueError(f"{_shown(text)} has {len(text)} characters; this model accepts at most {limit}")
+            raise ValueError(f"{shown(text)} has {len(text)} characters; this model accepts at most {limit}")
 
 
 def predict(
-    model: Seq2Seq, task: Task, texts: list[str], max_length: int | None = None, longest: int | None = None
+    model: Seq2Seq,
+    task: Task,
+    texts: list[str],
+    max_length: int | None = None,
+    longest: int | None = None,
+    test_task: Task | None = None,
 ) -> list[Prediction]:
     """Greedy predictions for ``texts`` as one batch; validates them first (see check_sources)."""
-    check_sources(texts, task, model, longest)
+    check_sources(texts, task, model, longest, test_task)
     device = next(model.parameters()).device
     src, mask = pad_batch([model.src_vocab.encode(text) for text in texts])
     steps = max_length or default_max_length(src.shape[1])

@@ -7,22 +7,55 @@ validators ``require_positive_int`` and ``require_probability``); the reserved t
 contract (see ``attnlab.testing`` to check a plugin from its own tests).
 """
 
-from attnlab.plugins.attention import Attention, AttentionOutput, dot_scores, masked_softmax, weighted_sum
-from attnlab.plugins.decoder import AttentionFactory, Decoder, DecoderOutput, State
-from attnlab.plugins.encoder import Encoder, EncoderOutput
-from attnlab.plugins.options import require_positive_int, require_probability
-from attnlab.plugins.probe import PluginContractError
-from attnlab.plugins.registry import (
-    GROUPS,
-    PluginError,
-    PluginInfo,
-    create_plugin,
-    describe_plugins,
-    list_plugins,
-    load_plugin,
-)
-from attnlab.plugins.task import Alignment, Example, Task
-from attnlab.plugins.tokens import EOS_ID, PAD_ID, SOS_ID, UNK_ID
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from attnlab.plugins.attention import Attention, AttentionOutput, dot_scores, masked_softmax, weighted_sum
+    from attnlab.plugins.decoder import AttentionFactory, Decoder, DecoderOutput, State
+    from attnlab.plugins.encoder import Encoder, EncoderOutput
+    from attnlab.plugins.options import require_positive_int, require_probability
+    from attnlab.plugins.probe import PluginContractError
+    from attnlab.plugins.registry import (
+        GROUPS,
+        PluginError,
+        PluginInfo,
+        create_plugin,
+        describe_plugins,
+        list_plugins,
+        load_plugin,
+    )
+    from attnlab.plugins.task import Alignment, Example, Task
+    from attnlab.plugins.tokens import EOS_ID, PAD_ID, SOS_ID, UNK_ID
+
+#: Public name -> the module defining it. Imported on first use (PEP 562), so that the task
+#: contract and the registry load without torch: ``attnlab predict`` checks its inputs first.
+_WHERE = {
+    **dict.fromkeys(("Attention", "AttentionOutput", "dot_scores", "masked_softmax", "weighted_sum"), "attention"),
+    **dict.fromkeys(("AttentionFactory", "Decoder", "DecoderOutput", "State"), "decoder"),
+    **dict.fromkeys(("Encoder", "EncoderOutput"), "encoder"),
+    **dict.fromkeys(("require_positive_int", "require_probability"), "options"),
+    "PluginContractError": "probe",
+    **dict.fromkeys(
+        ("GROUPS", "PluginError", "PluginInfo", "create_plugin", "describe_plugins", "list_plugins", "load_plugin"),
+        "registry",
+    ),
+    **dict.fromkeys(("Alignment", "Example", "Task"), "task"),
+    **dict.fromkeys(("EOS_ID", "PAD_ID", "SOS_ID", "UNK_ID"), "tokens"),
+}
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "EOS_ID",

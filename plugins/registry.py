@@ -8,21 +8,24 @@ a plugin that fails to import fails alone.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 
-from attnlab.plugins.attention import Attention
-from attnlab.plugins.decoder import Decoder
-from attnlab.plugins.encoder import Encoder
-from attnlab.plugins.task import Task
-
-#: Short group name -> base class every plugin of the group must subclass.
-GROUPS: dict[str, type] = {
-    "scorers": Attention,
-    "encoders": Encoder,
-    "decoders": Decoder,
-    "tasks": Task,
+#: Short group name -> ``module:class`` of the base class every plugin of the group must
+#: subclass (imported when a plugin is loaded: tasks need no torch).
+GROUPS: dict[str, str] = {
+    "scorers": "attnlab.plugins.attention:Attention",
+    "encoders": "attnlab.plugins.encoder:Encoder",
+    "decoders": "attnlab.plugins.decoder:Decoder",
+    "tasks": "attnlab.plugins.task:Task",
 }
+
+
+def base_class(group: str) -> type:
+    """The base class of plugin group ``group`` (e.g. "tasks")."""
+    module, name = GROUPS[_group_key(group)].split(":")
+    return getattr(importlib.import_module(module), name)
 
 
 class PluginError(ValueError):
@@ -97,7 +100,7 @@ def load_plugin(group: str, name: str) -> type:
             f"{singular} {name!r} ({info.target}, from {info.distribution}) failed to import: "
             f"{type(exc).__name__}: {exc}"
         ) from exc
-    base = GROUPS[key]
+    base = base_class(key)
     if not (isinstance(obj, type) and issubclass(obj, base)):
         raise PluginError(
             f"{singular} {name!r} ({info.target}, from {info.distribution}) is not a subclass of "
@@ -122,7 +125,7 @@ def _loadable(key: str, infos: list[PluginInfo]) -> tuple[list[str], list[str]]:
             obj = info.entry_point.load()
         except Exception:  # reported in full by load_plugin(name) and `attnlab plugins`
             obj = None
-        ok = isinstance(obj, type) and issubclass(obj, GROUPS[key])
+        ok = isinstance(obj, type) and issubclass(obj, base_class(key))
         (usable if ok else broken).append(info.name)
     return usable, broken
 

@@ -20,6 +20,10 @@ A task plugin subclasses :class:`Task` and is registered under ``attnlab.tasks``
 - **max_source_length** is a property (``@property``), not a method: the longest source the
   task produces. ``space_size`` (a property too) says how many distinct keys exist, or None;
   :meth:`Task.key` says which examples must stay in one split.
+- **check_source(text) -> str | None** (optional): the reason ``text`` is not a valid source of
+  the task, or None. The default refuses empty text, text longer than ``max_source_length`` and
+  characters outside ``source_alphabet``; the date tasks also refuse dates that do not exist.
+  ``attnlab predict`` and the served model refuse such inputs (exit 2 / HTTP 400) before decoding.
 - **Checks**: every model built probes its task (20 examples); ``attnlab plugins --check`` and
   ``attnlab.testing.check_task(MyTask)`` run the same checks.
 """
@@ -87,13 +91,33 @@ class Task:
         rng = random.Random(seed)
         return [self.sample(rng) for _ in range(n)]
 
-    def validate_source(self, text: str) -> None:
-        """Raise ValueError when ``text`` cannot be a source of this task (empty, foreign chars)."""
+    def check_source(self, text: str) -> str | None:
+        """Why ``text`` cannot be a source of this task, or None when it can.
+
+        The optional validation hook: ``attnlab predict`` and the served model refuse an input
+        with this reason before decoding it. The reason is phrased to follow the input, as in
+        ``'31-02-2023' is not a real date: February 2023 has 28 days``. The default refuses an
+        empty text, one longer than :attr:`max_source_length` and characters outside
+        :attr:`source_alphabet`; a task that knows more (real calendar dates, a grammar)
+        overrides it and calls ``super().check_source(text)`` first.
+        """
         if not text:
-            raise ValueError("the source is empty; give at least one character")
+            return "is no source: the source is empty; give at least one character"
+        longest = self.max_source_length
+        if len(text) > longest:
+            return f"has {len(text)} characters; this task's sources have at most {longest}"
         foreign = sorted({ch for ch in text if ch not in self.source_alphabet})
         if foreign:
-            raise ValueError(
-                f"{text!r} has character(s) {''.join(foreign)!r} outside this task's alphabet "
-                f"{self.source_alphabet!r}"
-            )
+            return f"has character(s) {''.join(foreign)!r} outside this task's alphabet {self.source_alphabet!r}"
+        return None
+
+    def validate_source(self, text: str) -> None:
+        """Raise ValueError naming ``text`` and the reason :meth:`check_source` gives, if any."""
+        reason = self.check_source(text)
+        if reason is not None:
+            raise ValueError(f"{shown(text)} {reason}")
+
+
+def shown(text: str, width: int = 40) -> str:
+    """``text`` quoted for a one-line message, cut to ``width`` characters."""
+    return repr(text) if len(text) <= width else repr(text[:width]) + f"... ({len(text)} characters)"

@@ -3,7 +3,9 @@ target) and reverse (digit strings reversed). Every alignment is known by constr
 
 from __future__ import annotations
 
+import calendar
 import random
+import re
 from datetime import date, timedelta
 
 from attnlab.plugins.options import require_positive_int
@@ -34,6 +36,48 @@ _FIELDS = {
     "wkd": (None, False, lambda d: _WEEKDAYS[d.weekday()][:3]),
     "weekday": (None, False, lambda d: _WEEKDAYS[d.weekday()]),
 }
+
+
+#: Source-format field token -> the pattern it matches (a named group per date field).
+_PATTERNS = {
+    "dd": r"(?P<day>\d{2})",
+    "d": r"(?P<day>\d{1,2})",
+    "mm": r"(?P<month>\d{2})",
+    "m": r"(?P<month>\d{1,2})",
+    "mon": "(?P<month>" + "|".join(m[:3] for m in _MONTHS) + ")",
+    "month": "(?P<month>" + "|".join(_MONTHS) + ")",
+    "yyyy": r"(?P<year>\d{4})",
+    "yy": r"(?P<year>\d{2})",
+    "wkd": "(?P<weekday>" + "|".join(w[:3] for w in _WEEKDAYS) + ")",
+    "weekday": "(?P<weekday>" + "|".join(_WEEKDAYS) + ")",
+}
+
+
+def _pattern(pieces: tuple[str, ...]) -> re.Pattern[str]:
+    """The regular expression of a source format (see :attr:`DateFormatsTask.FORMATS`)."""
+    return re.compile("".join(_PATTERNS.get(piece, re.escape(piece)) for piece in pieces))
+
+
+def _date_problem(fields: dict[str, str], two_digit_year: bool) -> str | None:
+    """Why the matched fields of a source format name no real date, or None."""
+    month_text = fields["month"]
+    names = [m[: len(month_text)] for m in _MONTHS]
+    month = names.index(month_text) + 1 if month_text in names else int(month_text)
+    year, day = int(fields["year"]) + (2000 if two_digit_year else 0), int(fields["day"])
+    if year < 1:
+        return "is not a real date: there is no year 0 (years 1-9999)"
+    if not 1 <= month <= 12:
+        return f"is not a real date: there is no month {month} (months 01-12)"
+    days = calendar.monthrange(year, month)[1]
+    if not 1 <= day <= days:
+        return f"is not a real date: {_MONTHS[month - 1]} {year:04d} has no day {day} (it has {days} days)"
+    weekday = fields.get("weekday")
+    if weekday is not None:
+        actual = _WEEKDAYS[date(year, month, day).weekday()]
+        if not actual.startswith(weekday):
+            given = next(w for w in _WEEKDAYS if w.startswith(weekday))
+            return f"is not a real date: {_MONTHS[month - 1]} {day}, {year:04d} is a {actual}, not a {given}"
+    return None
 
 
 def _check_years(min_year: object, max_year: object) -> tuple[date, int]:
@@ -120,6 +164,17 @@ class DateTask(_DateRange):
     def sample(self, rng: random.Random) -> Example:
         return self.render(self._draw(rng))
 
+    def check_source(self, text: str) -> str | None:
+        """Refuses what :meth:`Task.check_source` refuses, text not shaped DD-MM-YYYY and dates
+        that do not exist (``31-02-2023``, ``29-02-2023``; ``29-02-2024`` is a real date)."""
+        problem = super().check_source(text)
+        if problem is not None:
+            return problem
+        found = _pattern(DateFormatsTask.FORMATS["dd-mm-yyyy"]).fullmatch(text)
+        if found is None:
+            return "is not a date written DD-MM-YYYY (e.g. 25-12-2023)"
+        return _date_problem(found.groupdict(), two_digit_year=False)
+
     @property
     def max_source_length(self) -> int:
         return 10
@@ -190,13 +245,35 @@ class DateFormatsTask(_DateRange):
         day = self._draw(rng)
         return self.render(day, rng.choice(self.formats))
 
+    def check_source(self, text: str) -> str | None:
+        """Refuses what :meth:`Task.check_source` refuses, text in none of this task's formats,
+        and dates that do not exist in the formats the text is written in (``30 Feb 2024``,
+        ``31.04.23``; a weekday must be the date's own). Text that reads as a real date in any
+        one of the formats is accepted."""
+        problem = super().check_source(text)
+        if problem is not None:
+            return problem
+        problems = []
+        for name in self.formats:
+            pieces = self.FORMATS[name]
+            found = _pattern(pieces).fullmatch(text)
+            if found is not None:
+                problem = _date_problem(found.groupdict(), two_digit_year="yy" in pieces)
+                if problem is None:
+                    return None
+                problems.append(problem)
+        if problems:
+            return problems[0]
+        return f"is written in none of this task's formats: {', '.join(self.formats)}"
+
     @property
     def max_source_length(self) -> int:
         if self._max_length is None:  # over every (month, day, weekday) the range holds
-            seen: dict[tuple[int, int, int], date] = {}
+            # A source's length depends on the day's digit count, the month and the weekday only.
+            seen: dict[tuple[bool, int, int], date] = {}
             for offset in range(min(self._days, _GREGORIAN_CYCLE)):
                 day = self._first + timedelta(days=offset)
-                seen.setdefault((day.month, day.day, day.weekday()), day)
+                seen.setdefault((day.day >= 10, day.month, day.weekday()), day)
             self._max_length = max(
                 len(self.render(d, f).source) for d in seen.values() for f in self.formats
             )
