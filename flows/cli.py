@@ -11,13 +11,31 @@ from __future__ import annotations
 import sys
 
 import typer
+import typer.core
 
 from attnlab.flows import ENV_DEFAULTS  # noqa: F401  (sets the telemetry defaults first)
 from attnlab.flows import plugins_cli, predict_cli, runs_cli, service_cli, sweep_cli, train_cli
 from attnlab.flows.cli_support import PROG
 
+
+class _WholeSentenceGroup(typer.core.TyperGroup):
+    """Lists each command with the whole first sentence of its help, wrapped to the terminal
+    (click cuts it to what fits on one line and ends it with "...")."""
+
+    def format_commands(self, ctx, formatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=sys.maxsize)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
 app = typer.Typer(
     name=PROG,
+    cls=_WholeSentenceGroup,
     help="attnlab: train, compare and look at attention models (Prefect + MLflow underneath).",
     add_completion=False,
     no_args_is_help=True,

@@ -18,10 +18,12 @@ def register(app: typer.Typer) -> None:
 
 
 def plugin_table(check: bool = False) -> dict[str, list[dict[str, Any]]]:
-    """Every installed plugin of every group; broken ones carry their error. With ``check``, each
-    one that loads is also probed with its default options (attnlab.testing.check_plugin): a
-    contract violation makes it broken, and ``note`` says when it could not be checked."""
+    """Every installed plugin of every group with its ``options`` (name, default, type: read from
+    its ``__init__``); broken ones carry their error. With ``check``, each one that loads is also
+    probed with its default options (attnlab.testing.check_plugin): a contract violation makes it
+    broken, and ``note`` says when it could not be checked."""
     from attnlab.plugins import GROUPS, PluginError, describe_plugins, load_plugin
+    from attnlab.plugins.options import option_specs
 
     if check:
         from attnlab.testing import check_plugin
@@ -29,9 +31,9 @@ def plugin_table(check: bool = False) -> dict[str, list[dict[str, Any]]]:
     for group in GROUPS:
         rows = []
         for info in describe_plugins(group):
-            row = {"name": info.name, "target": info.target, "distribution": info.distribution, "ok": True, "error": None}
+            row = {"name": info.name, "target": info.target, "distribution": info.distribution, "ok": True, "error": None, "options": []}
             try:
-                load_plugin(group, info.name)
+                row["options"] = option_specs(load_plugin(group, info.name))
                 if check:
                     row["note"] = check_plugin(group, info.name)
             except PluginError as exc:
@@ -47,11 +49,17 @@ def plugins(
         False, "--check", help="also run each plugin once on a tiny batch and check its contract (exit 1 if any is broken)"
     ),
 ) -> None:
-    """List every installed plugin per group, with its distribution; broken ones show their error."""
+    """List every installed plugin per group, with its distribution and its options (default and
+    type); broken ones show their error.
+
+    Set an option with -o GROUP.NAME=VALUE on train, sweep and schedule, GROUP being task,
+    scorer, encoder or decoder (test_task: the task's options for the test split only), e.g.
+    -o scorer.heads=8.
+    """
     table = plugin_table(check)
     broken = sum(not row["ok"] for rows in table.values() for row in rows)
     if json_output:
-        typer.echo(json.dumps(table))
+        typer.echo(json.dumps(table, default=repr))
     else:
         for group, rows in table.items():
             typer.echo(f"{group} (entry-point group attnlab.{group})")
@@ -62,12 +70,24 @@ def plugins(
                 if row["ok"] and check:
                     status += f"  ({row['note']})" if row.get("note") else "  ok"
                 typer.echo(f"  {row['name']:<{width}}  {row['distribution']:<{dist_width}}  {status}")
+                if row["ok"]:
+                    typer.echo(f"  {'':<{width}}  options: {format_options(row['options'])}")
             if not rows:
                 typer.echo("  (none installed)")
+        typer.echo("set an option with -o GROUP.NAME=VALUE, e.g. attnlab train -o scorer.heads=8 (GROUP: task, scorer, encoder, decoder)")
         if check:
             typer.echo(f"{broken} broken plugin(s)" if broken else "every plugin keeps its contract")
     if check and broken:
         raise typer.Exit(1)
+
+
+def format_options(options: list[dict[str, Any]]) -> str:
+    """Options as a signature, e.g. ``heads: int = 4, dropout: float = 0.0``; ``none``."""
+    parts = []
+    for option in options:
+        kind = f": {option['type']}" if option["type"] else ""
+        parts.append(f"{option['name']}{kind} = {option['default']!r}")
+    return ", ".join(parts) or "none"
 
 
 def ui(

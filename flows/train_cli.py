@@ -123,13 +123,34 @@ def train(
         None, "--config", metavar="FILE.yaml", help="YAML file of config keys; command-line flags override it"
     ),
     option: list[str] = typer.Option(
-        [], "--option", "-o", metavar="KEY=VALUE", help="KEY=VALUE config override, e.g. -o scorer.heads=4 -o validation_size=300"
+        [],
+        "--option",
+        "-o",
+        metavar="KEY=VALUE",
+        help="set a config key or a plugin option (see above), e.g. -o validation_size=300 -o scorer.heads=8",
     ),
     experiment: Optional[str] = typer.Option(None, metavar="NAME", help="MLflow experiment (default: attnlab-<task>)"),
     json_output: bool = typer.Option(False, "--json", help="print the summary as one JSON object"),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="show Prefect's and MLflow's logs"),
 ) -> None:
-    """Train, evaluate, plot and register a model (the Prefect train flow), then summarise."""
+    """Train, evaluate, plot and register a model (the Prefect train flow), then summarise.
+
+    A config key takes the last value given by: its default, a YAML file (--config), the flags
+    below, -o KEY=VALUE (repeatable; VALUE is read as YAML: 4, 0.1, true, [a, b]).
+
+    \b
+    -o KEY=VALUE sets any config key:
+      task, task_options, test_task_options, scorer, scorer_options, encoder,
+      encoder_options, decoder, decoder_options, embedding_dim, hidden_size,
+      train_size, validation_size, test_size, epochs, batch_size,
+      length_bucketing, learning_rate, lr_schedule, compile_loops, clip_norm,
+      teacher_forcing, target_exact_match, beam_size, seed, device
+
+    -o GROUP.NAME=VALUE sets option NAME of the chosen plugin of GROUP (task, scorer, encoder,
+    decoder; test_task: task options for the test split only), e.g. -o scorer.heads=8 is
+    scorer_options: {heads: 8} in a YAML file. 'attnlab plugins' lists every plugin's options
+    with their defaults and types.
+    """
     # Numbers arrive as text and are validated with the config, so a bad one is reported with
     # its value and what is allowed.
     quiet(verbose)

@@ -42,3 +42,36 @@ def require_probability(**values: object) -> None:
     for name, value in values.items():
         if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
             raise ValueError(f"{name} must be a number in [0, 1), got {value!r}")
+
+
+#: The ``default`` of an option that has none.
+REQUIRED = "(required)"
+
+
+def option_specs(cls: type) -> list[dict[str, object]]:
+    """``name``, ``default`` and ``type`` of each option of plugin class ``cls`` (the names of its
+    ``option_names()``, read from the ``__init__`` that declares each one). ``type`` is the
+    annotation as written (``"int | None"``), else the default's type name, else ``""``; an option
+    without a default has ``default`` :data:`REQUIRED`.
+
+    >>> from attnlab.plugins.scorers import MultiHeadAttention
+    >>> [(o["name"], o["default"], o["type"]) for o in option_specs(MultiHeadAttention)]
+    [('heads', 4, 'int'), ('model_dim', None, 'int | None'), ('dropout', 0.0, 'float')]
+    """
+    declared: dict[str, inspect.Parameter] = {}
+    for klass in reversed(cls.__mro__):  # a subclass's declaration wins
+        init = klass.__dict__.get("__init__")
+        if init is not None:
+            declared.update(inspect.signature(init).parameters)
+    specs = []
+    for name in cls.option_names():
+        param = declared[name]
+        default = param.default
+        if isinstance(param.annotation, str):  # annotations under ``from __future__ import annotations``
+            kind = param.annotation
+        elif param.annotation is not param.empty:
+            kind = getattr(param.annotation, "__name__", str(param.annotation))
+        else:
+            kind = "" if default is param.empty or default is None else type(default).__name__
+        specs.append({"name": name, "default": REQUIRED if default is param.empty else default, "type": kind})
+    return specs
