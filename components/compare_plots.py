@@ -6,7 +6,8 @@ seed), as returned by the train flow (``by_length``, ``history``, ``probe``).
 - :func:`accuracy_by_length` — test exact match against source length, one line per combination
   (mean over seeds), lengths beyond the longest training source shaded: the view of Bahdanau et
   al. (2014), Figure 2;
-- :func:`learning_curves` — validation exact match and training loss per epoch;
+- :func:`learning_curves` — validation exact match and training loss per epoch (whole-epoch
+  ticks, a plain loss axis);
 - :func:`attention_side_by_side` — the same input's attention under every combination.
 """
 
@@ -19,6 +20,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator, ScalarFormatter
 
 from attnlab.plots import cjk_font_family, draw_attention
 
@@ -66,7 +68,8 @@ def _mean_history(summaries: Sequence[dict[str, Any]], key: str) -> pd.Series:
 
 def learning_curves(runs: Runs) -> Figure:
     """Validation exact match and training loss per epoch (mean over seeds), one line per
-    combination."""
+    combination; epochs ticked at whole numbers, the loss on a plain linear axis from 0 (decimals,
+    no scientific notation or offset)."""
     fig = _figure(11.0, 4.0)
     left, right = fig.subplots(1, 2)
     for label, summaries in runs.items():
@@ -75,8 +78,13 @@ def learning_curves(runs: Runs) -> Figure:
             if len(curve):
                 ax.plot(curve.index, curve.values, marker="o", markersize=3, label=label)
     left.set(xlabel="epoch", ylabel="validation exact match", ylim=(-0.02, 1.02), title="validation exact match")
-    right.set(xlabel="epoch", ylabel="training loss (cross-entropy)", yscale="log", title="training loss")
+    right.set(xlabel="epoch", ylabel="training loss (cross-entropy)", title="training loss")
+    right.set_ylim(bottom=0)
+    plain = ScalarFormatter(useOffset=False)
+    plain.set_scientific(False)
+    right.yaxis.set_major_formatter(plain)
     for ax in (left, right):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize="small")

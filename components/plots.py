@@ -3,7 +3,8 @@
 Figures are built as ``matplotlib.figure.Figure`` objects (Agg canvas), never through pyplot's
 global state, so plotting is thread-safe and works headless.
 
-Shapes: ``Lt = len(output_tokens)`` (rows, y axis), ``Ls = len(source_tokens)`` (columns, x axis).
+Shapes: ``Lt = len(output_tokens)`` (rows, y axis labelled "output"), ``Ls = len(source_tokens)``
+(columns, top x axis labelled "source").
 
 - :func:`draw_attention` draws one ``[Lt, Ls]`` matrix on a given axes (for composite figures);
 - :func:`attention_heatmap` draws one ``[Lt, Ls]`` weight matrix;
@@ -73,13 +74,17 @@ def _check_shape(shape: tuple[int, ...], source_tokens: Sequence[str],
 
 def draw_attention(ax, matrix: np.ndarray, source_tokens: Sequence[str],
                    output_tokens: Sequence[str], family: str):
-    """Draw one ``[Lt, Ls]`` matrix on ``ax``: source on the top x axis, output on the y axis."""
+    """Draw one ``[Lt, Ls]`` matrix on ``ax``: source on the top x axis, output on the y axis,
+    each axis labelled with its name."""
     image = ax.imshow(matrix, cmap=CMAP, vmin=0.0, vmax=1.0, aspect="auto")
     ax.set_xticks(range(len(source_tokens)))
     ax.set_xticklabels([str(t) for t in source_tokens], fontfamily=family)
     ax.set_yticks(range(len(output_tokens)))
     ax.set_yticklabels([str(t) for t in output_tokens], fontfamily=family)
     ax.xaxis.tick_top()
+    ax.xaxis.set_label_position("top")
+    ax.set_xlabel("source")
+    ax.set_ylabel("output")
     ax.tick_params(length=0)
     return image
 
