@@ -15,7 +15,6 @@ import logging
 import queue
 import shutil
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,6 @@ from attnlab.datasets import load_splits
 from attnlab.examples import pick_probe
 from attnlab.flows import store, tracking
 from attnlab.flows.flow_runs import ending_status, flow_run_tags, is_interrupt
-from attnlab.flows.sweep_attempts import settle_children
 from attnlab.flows.train_flow import dataset
 from attnlab.plots import save_figure
 
@@ -61,16 +59,7 @@ def train_combination(
 def _start_parent(client: MlflowClient, experiment: str, base: ExperimentConfig, grid: Grid, bands) -> str:
     experiment_id = tracking.ensure_experiment(client, experiment, store.resolve_store())
     swept = [dim for dim, values in grid.values.items() if values]
-    # What was swept and when, e.g. "sweep scorer=dot,additive seeds=0,1 12-01 05:19:42" (long
-    # lists are counted, not spelled out); a name already taken in the experiment gets " #2", ...
-    spelled = {dim: grid.values[dim] for dim in swept} | {"seeds": tuple(map(str, grid.seeds))}
-    parts = [f"{dim}={','.join(v) if len(v) <= 4 else f'{len(v)} values'}" for dim, v in spelled.items()]
-    name = base_name = f"sweep {' '.join(parts)} {time.strftime('%m-%d %H:%M:%S')}"
-    parents = client.search_runs([experiment_id], "tags.`attnlab.sweep` = 'parent'", max_results=1000)
-    taken, count = {run.info.run_name for run in parents}, 1
-    while name in taken:
-        count += 1
-        name = f"{base_name} #{count}"
+    name = "sweep-" + "-".join(f"{len(grid.values[d])}{d}" for d in swept) + f"-{len(grid.seeds)}seeds"
     tags = {"attnlab.sweep": "parent", **flow_run_tags()}
     run_id = client.create_run(experiment_id, run_name=name, tags=tags).info.run_id
     params = {f"grid.{dim}": ",".join(grid.values[dim]) for dim in swept}
@@ -251,7 +240,6 @@ def sweep_flow(
         probes = {name: probe for name, (probe, _) in picked.items()}
         train_max = {name: longest for name, (_, longest) in picked.items()}
         results = _run_all(jobs, experiment, parent_run_id, probes, threads, max(1, max_parallel), register_models)
-        settle_children(client, parent_run_id)  # a lost worker's run ends FAILED, its rerun linked
         comparison = _log_comparison(client, parent_run_id, results, labels, bands, train_max, workdir)
     except BaseException as exc:
         if is_interrupt(exc):
