@@ -1,7 +1,8 @@
 """Batched training with teacher forcing, Adam, gradient clipping, early stopping and
 per-epoch checkpoints a run can resume from.
 
-Progress leaves through a callback (the flow logs it); nothing here knows about Prefect or MLflow.
+Progress leaves through callbacks, one per epoch and one per step (the flow logs them); nothing
+here knows about Prefect or MLflow.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from attnlab.cpu_settings import tune_cpu
 from attnlab.evaluate import decode_texts, exact_match
 from attnlab.model import Seq2Seq
 from attnlab.plugins.recurrence import compiled
+from attnlab.progress import StepCallback, StepProgress
 from attnlab.vocab import PAD
 
 #: Called after every epoch with that epoch's metrics (epoch, train_loss, val_loss,
@@ -162,12 +164,15 @@ def train(
     max_length: int | None = None,
     on_epoch: EpochCallback | None = None,
     checkpoint: Path | None = None,
+    on_step: StepCallback | None = None,
 ) -> TrainResult:
     """Train ``model`` in place for up to ``config.epochs`` epochs.
 
     Every epoch ends with a validation pass (loss, greedy exact match), the callback and, when
-    ``checkpoint`` is given, a checkpoint there. If that file already exists (same config), training
-    resumes after its last epoch. Stops early once validation exact match reaches
+    ``checkpoint`` is given, a checkpoint there. If that file already exists (same config),
+    training resumes after its last epoch. ``on_step`` hears of every optimisation step (a
+    :class:`~attnlab.progress.StepProgress`: the progress inside an epoch; it runs on the
+    training clock, so keep it cheap). Stops early once validation exact match reaches
     ``config.target_exact_match``. Raises TrainingDiverged on a NaN/inf loss or one that grew by
     orders of magnitude (see :func:`divergence`). Deterministic for a
     fixed seed on the CPU: the batch order of epoch e depends only on (seed, e).
@@ -183,6 +188,7 @@ def train(
             result.stopped_early = True
             return result
     first_loss = result.history[0]["train_loss"] if result.history else None
+    steps = math.ceil(len(train_data) / config.batch_size)
     for epoch in range(len(result.history) + 1, config.epochs + 1):
         started = time.perf_counter()
         model.train()
@@ -191,7 +197,7 @@ def train(
         batches = length_bucketed_batches(
             train_data.source_lengths.cpu(), config.batch_size, generator, config.length_bucketing
         )
-        for index in batches:
+        for step, index in enumerate(batches, 1):
             batch = train_data.rows(index.to(device)).trimmed()
             loss = train_step(model, batch, optimizer, config)
             problem = divergence(loss, first_loss)
@@ -201,6 +207,13 @@ def train(
             schedule.step()
             loss_sum += loss * len(batch)
             seen += len(batch)
+            if on_step is not None:
+                on_step(
+                    StepProgress(
+                        epoch, config.epochs, step, steps, (epoch - 1) * steps + step, seen, len(train_data),
+                        loss, loss_sum / seen, seen / (time.perf_counter() - started),
+                    )
+                )  # fmt: skip
         train_seconds = time.perf_counter() - started
         metrics = {
             "epoch": epoch,

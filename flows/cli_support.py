@@ -146,11 +146,20 @@ def interrupts_quietly() -> Iterator[None]:
             logger.removeFilter(noise)
 
 
-def progress_handler(name: str = "attnlab.progress") -> logging.Handler:
-    """Print the INFO lines of logger ``name`` on stderr (remove the handler when done)."""
+def progress_handler(name: str = "attnlab.progress", steps: bool = False, json_output: bool = False) -> logging.Handler:
+    """Print the INFO lines of logger ``name`` on stderr (remove and close the handler when
+    done). With ``steps``, also the progress inside epochs (the ``<name>.steps`` logger): a live
+    bar when stderr is a terminal and not ``json_output``, else plain periodic lines (see
+    :mod:`attnlab.flows.progress_display`)."""
     logger = logging.getLogger(name)
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
+    if steps:
+        from attnlab.flows.progress_display import ProgressDisplay
+
+        handler: logging.Handler = ProgressDisplay(live=sys.stderr.isatty() and not json_output)
+        logging.getLogger(f"{name}.steps").setLevel(logging.DEBUG)
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     logger.propagate = False

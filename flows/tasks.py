@@ -29,14 +29,19 @@ from attnlab.experiment import prepare_data, train_model
 from attnlab.flows import model_registry, promotion, store, tracking
 from attnlab.flows.benchmark_store import Benchmark, ensure_benchmark
 from attnlab.flows.promotion_lock import promotion_lock
+from attnlab.flows.step_log import StepLog
 from attnlab.flows.errors import TrackingLost, UserError
 from attnlab.model import build_task
 from attnlab.plots import attention_heatmap, head_heatmaps, save_figure
 from attnlab.predict import predict
+from attnlab.progress import PROGRESS_LOGGER, StepProgress, epoch_line
 from attnlab.promotion import Decision, overlap
 
 #: One line per epoch goes to this logger; the CLI prints it, other callers may attach handlers.
-progress = logging.getLogger("attnlab.progress")
+progress = logging.getLogger(PROGRESS_LOGGER)
+#: Every optimisation step goes to this logger at DEBUG, the StepProgress as the record's
+#: ``step_progress`` (the CLI's progress bar and periodic lines read it).
+step_progress = logging.getLogger(f"{PROGRESS_LOGGER}.steps")
 
 
 def transient(task, task_run, state) -> bool:
@@ -110,36 +115,39 @@ class Trained:
     parameters: int
 
 
-def epoch_line(metrics: dict[str, float], epochs: int) -> str:
-    """One progress line for an epoch's metrics."""
-    return (
-        f"epoch {int(metrics['epoch']):>3}/{epochs}  train_loss {metrics['train_loss']:.4f}  "
-        f"val_loss {metrics['val_loss']:.4f}  val_exact_match {metrics['val_exact_match']:.4f}  "
-        f"{metrics['seconds']:.1f} s ({metrics['samples_per_second']:,.0f} samples/s)"
-    )
-
-
 @task(name="train", cache_policy=NO_CACHE)
 def train(config: ExperimentConfig, data: Path, run_id: str, workdir: Path) -> Trained:
-    """Train, logging every epoch to the progress logger and to MLflow (step = epoch); the model
-    is saved as a bundle in ``workdir/bundle``, the checkpoint at :func:`checkpoint_path` after
-    every epoch. A tracking server that stops answering stops training at once with
-    :class:`~attnlab.flows.errors.TrackingLost` (the run cannot be tracked any more)."""
+    """Train, logging every epoch to the progress logger and to MLflow (step = epoch), every step
+    to the step logger and the loss inside epochs as ``train_loss_step`` (see
+    :mod:`attnlab.flows.step_log`); the model is saved as a bundle in ``workdir/bundle``, the
+    checkpoint at :func:`checkpoint_path` after every epoch. A tracking server that stops
+    answering stops training at once with :class:`~attnlab.flows.errors.TrackingLost` (the run
+    cannot be tracked any more)."""
     client, where = MlflowClient(), store.resolve_store()
+    steps = StepLog(client, run_id)
 
-    def on_epoch(metrics: dict[str, float]) -> None:
-        progress.info(epoch_line(metrics, config.epochs))
+    def tracked(write) -> None:
         try:
-            tracking.log_epoch(client, run_id, metrics)
+            write()
         except Exception as exc:
             why = store.unreachable(where)
             if why is None:
                 raise
             raise TrackingLost(f"lost the MLflow tracking server {where.tracking_uri} ({why})") from exc
 
+    def on_epoch(metrics: dict[str, float]) -> None:
+        progress.info(epoch_line(metrics, config.epochs))
+        tracked(steps.flush)
+        tracked(lambda: tracking.log_epoch(client, run_id, metrics))
+
+    def on_step(p: StepProgress) -> None:
+        if step_progress.isEnabledFor(logging.DEBUG):
+            step_progress.debug("%s", p, extra={"step_progress": p})
+        tracked(lambda: steps.add(p))
+
     checkpoint = checkpoint_path(run_id)
     checkpoint.parent.mkdir(parents=True, exist_ok=True)
-    model, result = train_model(config, build_task(config), load_splits(data), on_epoch, checkpoint)
+    model, result = train_model(config, build_task(config), load_splits(data), on_epoch, checkpoint, on_step)
     bundle = save_bundle(workdir / "bundle", config, model)
     parameters = sum(p.numel() for p in model.parameters())
     return Trained(bundle, result.history, result.stopped_early, result.train_seconds, parameters)

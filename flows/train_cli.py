@@ -1,5 +1,5 @@
 """``attnlab train``: validate the command line, check MLflow, run the train flow, print the summary
-(one line per epoch while it runs)."""
+(one line per epoch while it runs, and inside epochs a progress bar on a terminal or plain lines)."""
 
 from __future__ import annotations
 
@@ -156,7 +156,7 @@ def train(
     quiet(verbose)
     flags = {key: value for key, value in locals().items() if key in CLI_FIELDS}
     with user_errors():
-        summary = run_training(config_file, flags, option, experiment, verbose)
+        summary = run_training(config_file, flags, option, experiment, verbose, json_output)
     if json_output:
         typer.echo(json.dumps(summary, default=str, ensure_ascii=False))
     else:
@@ -164,10 +164,17 @@ def train(
 
 
 def run_training(
-    config_file: Path | None, flags: dict[str, Any], options: list[str], experiment: str | None, verbose: bool = False
+    config_file: Path | None,
+    flags: dict[str, Any],
+    options: list[str],
+    experiment: str | None,
+    verbose: bool = False,
+    json_output: bool = False,
 ) -> dict[str, Any]:
     """Validate everything a user gave, check MLflow, run the train flow; its summary with the
-    wall-time split under ``timings``. Prefect's server boots while the rest starts up."""
+    wall-time split under ``timings``. Prefect's server boots while the rest starts up. Progress
+    goes to stderr: a bar inside epochs on a terminal, plain lines otherwise or with
+    ``json_output``."""
     from attnlab.timing import Stopwatch
 
     watch = Stopwatch(imports=time.perf_counter() - STARTED)
@@ -201,7 +208,7 @@ def run_training(
     )
     if config.compile_loops:
         typer.echo("compile_loops: the first batches compile the GRU loops (tens of seconds)", err=True)
-    handler = progress_handler()
+    handler = progress_handler(steps=True, json_output=json_output)
     try:
         with watch("flow"), interrupts_quietly(), divergence_quietly(verbose), without_heartbeats() if server is not None else nullcontext():
             summary = train_flow(config=config, experiment=experiment)
@@ -215,6 +222,8 @@ def run_training(
         ) from None
     finally:
         logging.getLogger("attnlab.progress").removeHandler(handler)
+        logging.getLogger("attnlab.progress.steps").setLevel(logging.NOTSET)
+        handler.close()
     watch.seconds["total"] = time.perf_counter() - STARTED
     summary["ui"] = ui_hint(store)
     summary["timings"] = {
