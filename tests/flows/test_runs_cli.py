@@ -184,3 +184,14 @@ def test_runs_on_a_store_that_holds_nothing_yet(capsys, empty_store):
     assert code == 2 and out == ""
     assert_one_line_error(err, "no MLflow store at", "attnlab train")
     assert not (empty_store / "mlflow.db").exists()  # listing created nothing
+
+
+def test_mistakes_in_the_command_line_import_no_heavy_library():
+    code = (
+        "import sys\n"
+        "from attnlab.flows import cli\n"
+        "codes = [cli.main(a) for a in (['runs', '--status', 'done'], ['runs', '--end'], ['compare', 'abc'])]\n"
+        "print(codes, sorted(m for m in ('torch', 'mlflow', 'prefect') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "[2, 2, 2] []", done.stderr
