@@ -7,10 +7,12 @@ UI shows a form) and every field is logged to MLflow as a param.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+if TYPE_CHECKING:  # imported where used: a config is validated (and a mistake reported) without torch
+    import torch
 
 #: Upper bounds of the sizes: far above what the built-in tasks need, far below what exhausts a
 #: machine (``--hidden-size 1000000`` asked for a 12 TB GRU weight). A value above one is refused
@@ -105,6 +107,8 @@ class ExperimentConfig(BaseModel):
     def _known_device(cls, value: str) -> str:
         if value == "auto":
             return value
+        import torch
+
         try:
             device = torch.device(value)
         except RuntimeError as exc:
@@ -115,6 +119,8 @@ class ExperimentConfig(BaseModel):
 
     def torch_device(self) -> torch.device:
         """The device to train on: 'auto' picks CUDA when it is available, else the CPU."""
+        import torch
+
         if self.device == "auto":
             return torch.device("cuda" if torch.cuda.is_available() else "cpu")
         return torch.device(self.device)
@@ -124,6 +130,8 @@ def device_problem(device: str, cuda_devices: int) -> str | None:
     """Why ``device`` (a validated config device) cannot be used on a machine with ``cuda_devices``
     CUDA devices, or None. Checked before a run starts (a saved config may name a device the
     machine that loads it lacks, so validation itself does not check)."""
+    import torch
+
     if device in ("auto", "cpu") or torch.device(device).type != "cuda":
         return None
     index = torch.device(device).index or 0

@@ -81,7 +81,22 @@ def build_config(config_file: Path | None, flags: dict[str, Any], options: list[
     :func:`attnlab.config_sources.build_config`)."""
     from attnlab.config_sources import build_config as assemble
 
-    return assemble(config_file, flags, options, CLI_FIELDS)
+    config = assemble(config_file, flags, options, CLI_FIELDS)
+    check_plugin_names(config)
+    return config
+
+
+def check_plugin_names(config) -> None:
+    """UserError for a plugin name that no installed package declares, told from the entry points
+    without importing torch (:func:`check_config` then loads and checks the plugins)."""
+    from attnlab.plugins import list_plugins
+    from attnlab.sweep_options import GRID_GROUPS
+
+    for field, group in GRID_GROUPS.items():
+        available = list_plugins(group)
+        if getattr(config, field) not in available:
+            raise UserError(f"unknown {field} {getattr(config, field)!r}; available: {', '.join(available)}")
+
 
 
 def check_config(config) -> None:

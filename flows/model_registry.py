@@ -8,16 +8,17 @@ decided by :mod:`attnlab.promotion` (through :mod:`attnlab.flows.promotion`), ne
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import mlflow
-import pandas as pd
 from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 
-from attnlab.config import ExperimentConfig
 from attnlab.flows.errors import UserError
 from attnlab.flows.store import already_exists, is_missing, reason
-from attnlab.flows.tracking import config_params, run_tags
+
+if TYPE_CHECKING:  # torch comes with it: `attnlab predict` loads the registry before torch
+    from attnlab.config import ExperimentConfig
 
 CHAMPION = "champion"
 #: A model version's own test score, kept as a tag for people browsing the registry (the alias
@@ -48,10 +49,12 @@ def pip_requirements() -> list[str]:
 
 def log_model(client: MlflowClient, run_id: str, bundle: Path, config: ExperimentConfig, examples: list[str]) -> tuple[str, str]:
     """Log the pyfunc model (``model``) of the run; its (model URI, LoggedModel id)."""
+    import pandas as pd
     from mlflow.models import Model, ModelSignature
     from mlflow.types import ColSpec, Schema
 
     from attnlab.flows import pyfunc
+    from attnlab.flows.tracking import config_params, run_tags
 
     # Created first so that it lands in the run's experiment: Model.log with only a run_id files
     # the LoggedModel under the process's default experiment instead.
@@ -103,6 +106,8 @@ def log_and_register_model(client: MlflowClient, run_id: str, bundle: Path, conf
     """Log the pyfunc model (``model``) of the run and register it as ``attnlab-<task>``; returns
     the version, tagged with its test score and the plugins. A retry reuses the version the run
     already has."""
+    from attnlab.flows.tracking import run_tags
+
     name = model_name(config.task)
     tags = {TEST_SCORE_TAG: repr(float(test_score)), **run_tags(config)}
     existing = _versions_of_run(client, name, run_id)

@@ -18,14 +18,30 @@ def register(app: typer.Typer) -> None:
     app.command()(predict)
 
 
-def load_model(model: str | None, task: str):
-    """(uri, config, task plugin, Seq2Seq) for --model: a local bundle folder, any MLflow model
-    URI, or by default the champion of ``attnlab-<task>``."""
-    if model and Path(model).is_dir() and (Path(model) / "config.json").exists():
-        from attnlab.bundle import load_bundle
+#: The MLflow model URI schemes --model may name (besides a local folder).
+URI_SCHEMES = ("models:/", "runs:/", "file:", "mlflow-artifacts:", "http://", "https://", "s3://", "gs://", "wasbs://", "hdfs:", "dbfs:")
 
-        config, task_plugin, seq2seq = load_bundle(Path(model))
-        return model, config, task_plugin, seq2seq
+
+def bundle_folder(model: str | None) -> Path | None:
+    """``model`` as an attnlab bundle folder (one holding ``config.json``), or None."""
+    if model and (Path(model) / "config.json").is_file():
+        return Path(model)
+    return None
+
+
+def check_model_option(model: str | None) -> None:
+    """Refuse at once a --model that is neither an existing path nor an MLflow model URI."""
+    if model is None or model.startswith(URI_SCHEMES) or Path(model).exists():
+        return
+    raise UserError(
+        f"--model {model!r} is neither a folder nor an MLflow model URI; give a bundle folder, "
+        "models:/NAME@ALIAS, models:/NAME/VERSION or runs:/RUN_ID/model"
+    )
+
+
+def open_store(model: str | None, task: str) -> str:
+    """Point MLflow at the tracking store and return the model URI to load; UserError when the
+    task has no registered model or champion yet."""
     from attnlab.flows import model_registry
     from attnlab.flows.store import check_store, resolve_store, use_store
 
@@ -49,9 +65,66 @@ def load_model(model: str | None, task: str):
     else:
         check_store(store, writable=False)
         use_store(store)
-    uri = model_registry.resolve_model_uri(model, task)
-    python_model = model_registry.load_pyfunc(uri).unwrap_python_model()
-    return uri, python_model.config, python_model.task, python_model.model
+    return model_registry.resolve_model_uri(model, task)
+
+
+def model_config(model: str | None, uri: str | None) -> dict | None:
+    """The config (as saved, a plain dict) of the model to load, read without loading it: a
+    bundle folder's ``config.json``, else that file alone downloaded from the MLflow model at
+    ``uri``; None when it cannot be had that way (loading the model then says why)."""
+    folder = bundle_folder(model)
+    try:
+        if folder is not None:
+            config = json.loads((folder / "config.json").read_text())
+        else:
+            import tempfile
+
+            import mlflow.artifacts
+            from mlflow.exceptions import MlflowException
+
+            # The pyfunc model keeps its bundle under artifacts/<pyfunc.BUNDLE>/.
+            wanted = f"{uri.rstrip('/')}/artifacts/bundle/config.json"
+            with tempfile.TemporaryDirectory() as scratch:
+                try:
+                    path = mlflow.artifacts.download_artifacts(artifact_uri=wanted, dst_path=scratch)
+                except MlflowException:
+                    return None
+                config = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+    return config if isinstance(config, dict) else None
+
+
+def check_inputs(texts: list[str], config: dict | None) -> None:
+    """UserError naming the first of ``texts`` that the task of ``config`` refuses (see
+    :meth:`attnlab.plugins.Task.check_source`), before any model is loaded."""
+    if config is None:
+        return
+    from attnlab.sources import config_tasks, first_problem
+
+    problem = first_problem(texts, *config_tasks(config))
+    if problem is not None:
+        raise UserError(problem)
+
+
+def load_model(model: str | None, uri: str | None):
+    """(uri, config, task plugin, test task plugin or None, Seq2Seq) for --model: a bundle folder
+    or the MLflow model at ``uri``."""
+    from attnlab.model import build_task
+
+    folder = bundle_folder(model)
+    if folder is not None:
+        from attnlab.bundle import load_bundle
+
+        config, task_plugin, seq2seq = load_bundle(folder)
+        uri = str(model)
+    else:
+        from attnlab.flows import model_registry
+
+        python_model = model_registry.load_pyfunc(uri).unwrap_python_model()
+        config, task_plugin, seq2seq = python_model.config, python_model.task, python_model.model
+    test_task = build_task(config, split="test") if config.test_task_options else None
+    return uri, config, task_plugin, test_task, seq2seq
 
 
 def _plot_paths(plot: Path, count: int) -> list[Path]:
@@ -73,16 +146,19 @@ def predict(
     """Predict with a trained model: one line per input (default: the task's champion)."""
     quiet(verbose)
     with user_errors():
-        uri, config, task_plugin, seq2seq = load_model(model, task)
+        check_model_option(model)
+        uri = None if bundle_folder(model) else open_store(model, task)
+        check_inputs(texts, model_config(model, uri))  # before torch and the model load
+        uri, config, task_plugin, test_task, seq2seq = load_model(model, uri)
         from attnlab.predict import check_sources, source_limit
         from attnlab.predict import predict as run_predict
 
         longest = source_limit(config)
         try:
-            check_sources(texts, task_plugin, seq2seq, longest)
+            check_sources(texts, task_plugin, seq2seq, longest, test_task)
         except ValueError as exc:
             raise UserError(str(exc)) from None
-        results = run_predict(seq2seq, task_plugin, texts, longest=longest)
+        results = run_predict(seq2seq, task_plugin, texts, longest=longest, test_task=test_task)
         saved = []
         if plot is not None:
             if any(r.weights is None for r in results):

@@ -84,27 +84,48 @@ def source_texts(model_input: Any) -> list[str]:
 
 
 class AttnlabModel(mlflow.pyfunc.PythonModel):
-    """Loads the bundle once; ``predict`` decodes greedily in batches."""
+    """Loads the bundle once; ``predict`` decodes greedily in batches.
+
+    An input the model's task refuses (:meth:`attnlab.plugins.Task.check_source`: a date that
+    does not exist, a text longer than the task's sources, foreign characters) raises
+    MlflowException INVALID_PARAMETER_VALUE, which MLflow's scoring server answers with HTTP
+    400 and the one-line reason, without a stack trace.
+    """
 
     def load_context(self, context) -> None:
         from attnlab.bundle import load_bundle
-
+        from attnlab.model import build_task
         from attnlab.predict import source_limit
 
         self.config, self.task, self.model = load_bundle(Path(context.artifacts[BUNDLE]))
+        self.test_task = build_task(self.config, split="test") if self.config.test_task_options else None
         self.longest = source_limit(self.config)
+
+    def check(self, texts: list[str]) -> None:
+        """Raise ValueError naming the first of ``texts`` the model cannot take (one longer than
+        its task's sources included: decoding it would run for minutes)."""
+        from attnlab.predict import check_sources
+
+        check_sources(texts, self.task, self.model, self.longest, getattr(self, "test_task", None))
 
     def predictions(self, texts: list[str]):
         """attnlab Predictions (output, tokens, attention weights) for ``texts``; raises
-        ValueError naming the first input the model cannot take (one longer than its task's
-        sources included: decoding it would run for minutes)."""
-        from attnlab.predict import check_sources, predict
+        ValueError naming the first input the model cannot take (see :meth:`check`)."""
+        from attnlab.predict import predict
 
-        check_sources(texts, self.task, self.model, self.longest)
+        self.check(texts)
+        test_task = getattr(self, "test_task", None)
         results = []
         for start in range(0, len(texts), BATCH):
-            results.extend(predict(self.model, self.task, texts[start : start + BATCH], longest=self.longest))
+            results.extend(predict(self.model, self.task, texts[start : start + BATCH], longest=self.longest, test_task=test_task))
         return results
 
     def predict(self, context, model_input: pd.DataFrame, params: dict[str, Any] | None = None) -> list[str]:
-        return [p.output for p in self.predictions(source_texts(model_input))]
+        from mlflow.exceptions import MlflowException
+
+        try:
+            texts = source_texts(model_input)
+            self.check(texts)
+        except ValueError as exc:
+            raise MlflowException.invalid_parameter_value(str(exc)) from None
+        return [p.output for p in self.predictions(texts)]

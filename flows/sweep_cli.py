@@ -171,8 +171,6 @@ def run_sweep(
     register: bool = False,
 ) -> dict[str, Any]:
     """Check everything, then run the sweep flow on the chosen runner; its summary."""
-    from attnlab.compare import Grid, grid_configs
-
     if runner not in RUNNERS:
         raise UserError(f"--runner {runner!r}: choose one of {', '.join(RUNNERS)}")
     if dask_address and runner != "dask":
@@ -182,6 +180,8 @@ def run_sweep(
     grid = {dim: names for dim, text in grid_text.items() if (names := parse_names(dim, text))}
     seeds = parse_seeds(seeds_text)
     bands = parse_bands(bands_text)
+    from attnlab.compare import Grid, grid_configs  # torch and pandas: after the names are checked
+
     base = build_config(config_file, {**flags, **{dim: names[0] for dim, names in grid.items()}}, options)
     configs = grid_configs(base, Grid({dim: tuple(names) for dim, names in grid.items()}, tuple(seeds)))
     from attnlab.flows.train_cli import check_start

@@ -120,4 +120,4 @@ class Task:
 
 def shown(text: str, width: int = 40) -> str:
     """``text`` quoted for a one-line message, cut to ``width`` characters."""
-    return repr(text) if len(text) <= width else repr(text[:width]) + f"... ({len(text)} characters)"
+    return repr(text) if len(text) <= width else repr(text[:width]) + "..."
