@@ -340,8 +340,8 @@ def _state(subject: Subject, what: str, state: object, batch: int) -> None:
 def probe_task(task: Task, subject: Subject | None = None, examples: int = 20, seed: int = 0) -> list[Example]:
     """Check a task: alphabets, ``max_source_length`` (a property), and ``examples`` examples
     drawn twice with the same seed: the same both times, characters within the alphabets,
-    sources no longer than max_source_length, alignments one entry per target character with
-    source indices in range. Returns the examples."""
+    sources no longer than max_source_length and accepted by ``check_source``, alignments one
+    entry per target character with source indices in range. Returns the examples."""
     subject = subject or Subject("tasks", type(task))
     for name in ("source_alphabet", "target_alphabet"):
         value = getattr(task, name, None)
@@ -383,6 +383,9 @@ def _example(subject: Subject, task: Task, example: object, longest: int, where:
             raise subject.fail(f"{where}: {side} {text!r}", f"characters of {side}_alphabet {alphabet!r}", f"{''.join(foreign)!r}")
     if len(source) > longest:
         raise subject.fail(f"{where}: source {source!r}", f"at most max_source_length = {longest} characters", len(source))
+    refused = subject.call(f"check_source({source!r})", task.check_source, source)
+    if refused is not None:
+        raise subject.fail(f"{where}: check_source({source!r})", "None: a source the task draws is valid", repr(refused))
     if alignment is None:
         return
     if not isinstance(alignment, (tuple, list)) or len(alignment) != len(target):

@@ -23,7 +23,8 @@ A task plugin subclasses :class:`Task` and is registered under ``attnlab.tasks``
 - **check_source(text) -> str | None** (optional): the reason ``text`` is not a valid source of
   the task, or None. The default refuses empty text, text longer than ``max_source_length`` and
   characters outside ``source_alphabet``; the date tasks also refuse dates that do not exist.
-  ``attnlab predict`` and the served model refuse such inputs (exit 2 / HTTP 400) before decoding.
+  ``attnlab predict`` and the served model refuse such inputs (exit 2 / HTTP 400) before decoding;
+  every source ``sample`` draws must pass it (the checks below try it).
 - **Checks**: every model built probes its task (20 examples); ``attnlab plugins --check`` and
   ``attnlab.testing.check_task(MyTask)`` run the same checks.
 """

@@ -102,3 +102,16 @@ def test_a_model_answers_sources_of_its_test_task_too():
     assert first_problem(["1" * 15], task, test_task) is None
     assert "21 characters" in first_problem(["1" * 15, "1" * 21], task, test_task)
     assert config_tasks({"task": "date"})[1] is None
+
+
+def test_the_contract_check_refuses_a_task_that_refuses_its_own_sources():
+    from attnlab.plugins import PluginError
+    from attnlab.testing import check_task
+
+    class Picky(DateTask):
+        def check_source(self, text: str) -> str | None:
+            return "is never good enough"
+
+    check_task(DateTask)
+    with pytest.raises(PluginError, match=r"check_source\('.*'\).*is never good enough"):
+        check_task(Picky)
