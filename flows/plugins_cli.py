@@ -106,5 +106,24 @@ def ui(
     if problem:
         raise fail(f"cannot listen on {host}:{port}: {problem}; choose another with --port")
     command = mlflow_ui_command(store, host, port)
-    typer.echo(f"MLflow UI of {store.tracking_uri} on http://{host}:{port} (ready in ~10-20 s; Ctrl-C stops it)", err=True)
+    base = f"http://{host}:{port}"
+    typer.echo(f"MLflow UI of {store.tracking_uri} on {base} (ready in ~10-20 s; Ctrl-C stops it)", err=True)
+    for line in ui_links(store, base):
+        typer.echo(line, err=True)
     raise typer.Exit(serve(command))
+
+
+def ui_links(store, base: str) -> list[str]:
+    """Where to point a browser: each attnlab experiment's runs table in the model-training layout
+    with attnlab's saved view (see :mod:`attnlab.flows.mlflow_ui`), else the experiments list."""
+    from attnlab.flows.mlflow_ui import RUNS_VIEW_ID, SAVED_VIEW_PREFIX, experiments_url, runs_page_url
+
+    lines = [f"  experiments: {experiments_url(base)}"]
+    if store.folder is None or not (store.folder / "mlflow.db").exists():
+        return lines
+    from mlflow import MlflowClient
+
+    for experiment in MlflowClient(store.tracking_uri).search_experiments():
+        if SAVED_VIEW_PREFIX + RUNS_VIEW_ID in experiment.tags:
+            lines.append(f"  {experiment.name}: {runs_page_url(base, experiment.experiment_id)}")
+    return lines

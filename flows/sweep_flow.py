@@ -15,6 +15,7 @@ import logging
 import queue
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,16 @@ def train_combination(
 def _start_parent(client: MlflowClient, experiment: str, base: ExperimentConfig, grid: Grid, bands) -> str:
     experiment_id = tracking.ensure_experiment(client, experiment, store.resolve_store())
     swept = [dim for dim, values in grid.values.items() if values]
-    name = "sweep-" + "-".join(f"{len(grid.values[d])}{d}" for d in swept) + f"-{len(grid.seeds)}seeds"
+    # What was swept and when, e.g. "sweep scorer=dot,additive seeds=0,1 12-01 05:19:42" (long
+    # lists are counted, not spelled out); a name already taken in the experiment gets " #2", ...
+    spelled = {dim: grid.values[dim] for dim in swept} | {"seeds": tuple(map(str, grid.seeds))}
+    parts = [f"{dim}={','.join(v) if len(v) <= 4 else f'{len(v)} values'}" for dim, v in spelled.items()]
+    name = base_name = f"sweep {' '.join(parts)} {time.strftime('%m-%d %H:%M:%S')}"
+    parents = client.search_runs([experiment_id], "tags.`attnlab.sweep` = 'parent'", max_results=1000)
+    taken, count = {run.info.run_name for run in parents}, 1
+    while name in taken:
+        count += 1
+        name = f"{base_name} #{count}"
     tags = {"attnlab.sweep": "parent", **flow_run_tags()}
     run_id = client.create_run(experiment_id, run_name=name, tags=tags).info.run_id
     params = {f"grid.{dim}": ",".join(grid.values[dim]) for dim in swept}

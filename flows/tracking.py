@@ -28,6 +28,7 @@ from attnlab.config import ExperimentConfig
 from attnlab.data import Splits
 from attnlab.evaluate import Evaluation
 from attnlab.examples import sample_predictions
+from attnlab.flows.mlflow_ui import experiment_tags
 from attnlab.flows.store import Store, already_exists
 
 #: Per-epoch metrics from the training callback -> their MLflow names.
@@ -49,18 +50,24 @@ def experiment_name(task: str) -> str:
 
 def ensure_experiment(client: MlflowClient, name: str, store: Store) -> str:
     """The id of experiment ``name``, created (or restored) if needed. On the embedded store its
-    artifacts go to ``<dir>/artifacts/<name>`` (else MLflow would use ``./mlruns``)."""
+    artifacts go to ``<dir>/artifacts/<name>`` (else MLflow would use ``./mlruns``). It carries
+    :func:`attnlab.flows.mlflow_ui.experiment_tags` (a model-training experiment with a saved runs
+    view); an existing experiment gets those it lacks, and keeps those it has."""
+    tags = experiment_tags()
     experiment = client.get_experiment_by_name(name)
     if experiment is None:
         location = (store.artifact_root / name).as_uri() if store.embedded else None
         try:
-            return client.create_experiment(name, artifact_location=location)
+            return client.create_experiment(name, artifact_location=location, tags=tags)
         except MlflowException as exc:  # created concurrently by another run
             if not already_exists(exc):
                 raise
             experiment = client.get_experiment_by_name(name)
     if experiment.lifecycle_stage == "deleted":
         client.restore_experiment(experiment.experiment_id)
+    for key, value in tags.items():
+        if key not in experiment.tags:
+            client.set_experiment_tag(experiment.experiment_id, key, value)
     return experiment.experiment_id
 
 
