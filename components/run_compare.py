@@ -86,7 +86,9 @@ def format_comparison(compared: Mapping[str, Any]) -> str:
     the metrics."""
     runs = compared["runs"]
     labels = [short_id(r["run_id"]) for r in runs]
-    header = [f"{short_id(r['run_id'])}  {r['name']}  {r['status']}  {r['experiment'] or '-'}  started {r['start_time']}" for r in runs]
+    cells = [(short_id(r["run_id"]), r["name"], r["status"], r["experiment"] or "-", f"started {r['start_time']}") for r in runs]
+    widths = [max(len(row[i]) for row in cells) for i in range(5)]
+    header = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in cells]
     params = {name: ["-" if v is None else str(v) for v in values] for name, values in compared["params"].items()}
     metrics = {name: [_metric_text(name, v) for v in values] for name, values in compared["metrics"].items()}
     parts = ["\n".join(header)]
