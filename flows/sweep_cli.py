@@ -40,6 +40,20 @@ def check_dask_address(address: str, timeout: float = 3.0) -> None:
         raise UserError(f"cannot reach the Dask scheduler at {address}: {reason}; start one with 'dask scheduler'") from None
 
 
+def check_cluster_stores(address: str) -> None:
+    """UserError unless the workers of the cluster at ``address`` can reach the MLflow store and
+    the Prefect server (see :mod:`attnlab.cluster`)."""
+    from prefect.settings import get_current_settings
+
+    from attnlab.cluster import prefect_problem, tracking_problem
+    from attnlab.flows.store import resolve_store
+
+    where = resolve_store()
+    problem = tracking_problem(where.tracking_uri, where.folder) or prefect_problem(get_current_settings().api.url)
+    if problem:
+        raise UserError(f"--dask-address {address}: {problem}")
+
+
 def task_runner(runner: str, max_parallel: int, dask_address: str | None):
     """The Prefect task runner of ``--runner`` (a local Dask cluster when no address)."""
     if runner == "thread":
@@ -194,12 +208,14 @@ def run_sweep(
             raise UserError(f"{config.scorer}/{config.encoder}/{config.decoder} on {config.task}: {exc}") from None
     if dask_address:
         check_dask_address(dask_address)
+        check_cluster_stores(dask_address)
     # An existing cluster sizes itself: by default every run is handed to it at once.
     parallel = max_parallel or (len(configs) if dask_address else min(len(configs), os.cpu_count() or 1))
     # Local workers share this machine's cores; a remote cluster sizes its own workers.
-    threads = None if dask_address else max(1, (os.cpu_count() or 1) // min(parallel, len(configs)))
+    threads = None if dask_address else thread_share(min(parallel, len(configs)))
 
     from attnlab.flows import store
+    from attnlab.threads import thread_share
 
     store.check_store(store.resolve_store())
     from attnlab.flows.prefect_server import share_with_workers, start_in_background, without_heartbeats

@@ -30,6 +30,7 @@ from attnlab.datasets import load_splits
 from attnlab.examples import pick_probe
 from attnlab.flows import store, tracking
 from attnlab.flows.flow_runs import ending_status, flow_run_tags, is_interrupt
+from attnlab.flows.sweep_attempts import settle_children
 from attnlab.flows.train_flow import dataset
 from attnlab.plots import save_figure
 
@@ -250,6 +251,7 @@ def sweep_flow(
         probes = {name: probe for name, (probe, _) in picked.items()}
         train_max = {name: longest for name, (_, longest) in picked.items()}
         results = _run_all(jobs, experiment, parent_run_id, probes, threads, max(1, max_parallel), register_models)
+        settle_children(client, parent_run_id)  # a lost worker's run ends FAILED, its rerun linked
         comparison = _log_comparison(client, parent_run_id, results, labels, bands, train_max, workdir)
     except BaseException as exc:
         if is_interrupt(exc):

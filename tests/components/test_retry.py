@@ -66,3 +66,11 @@ def test_retries_stop_when_the_budget_is_spent_counting_slow_attempts():
         retrying(attempt, lambda exc: True, budget=30, sleep=time.sleep, clock=time.clock)
     assert time.now <= 30 + 5  # the last attempt may start before the deadline and run past it
     assert time.slept == [0.5, 1, 2, 4]
+
+
+def test_runs_sharing_a_machine_get_an_equal_share_of_its_cores():
+    from attnlab.threads import thread_share
+
+    assert thread_share(1, cores=8) == 8
+    assert thread_share(3, cores=8) == 2
+    assert thread_share(5, cores=2) == 1

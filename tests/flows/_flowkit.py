@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -45,3 +48,17 @@ def assert_one_line_error(err: str, *needles: str) -> None:
     assert "Traceback" not in err
     for needle in needles:
         assert needle in lines[0], (needle, lines[0])
+
+
+class Burners:
+    """A busy loop per core: every core saturated before the command adds its own load."""
+
+    def __enter__(self):
+        count = os.cpu_count() or 1
+        self.processes = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+        return self
+
+    def __exit__(self, *exc_info):
+        for process in self.processes:
+            process.kill()
+            process.wait()

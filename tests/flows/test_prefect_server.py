@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from _flowkit import TINY, assert_one_line_error
+from _flowkit import TINY, Burners, assert_one_line_error
 
 ATTNLAB = str(Path(sys.executable).with_name("attnlab"))
 TINY_ARGS = [f"-o{key}={value}" for key, value in {**TINY, "epochs": 1}.items()]
@@ -40,20 +40,6 @@ def started_by(tmp_path: Path) -> list[psutil.Process]:
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             pass
     return found
-
-
-class Burners:
-    """A busy loop per core: every core saturated before the command adds its own load."""
-
-    def __enter__(self):
-        count = os.cpu_count() or 1
-        self.processes = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
-        return self
-
-    def __exit__(self, *exc_info):
-        for process in self.processes:
-            process.kill()
-            process.wait()
 
 
 @pytest.mark.slow

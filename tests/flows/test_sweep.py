@@ -100,21 +100,6 @@ def test_a_registering_sweep_promotes_by_the_one_rule(capsys, empty_store):
     assert len(benchmark_runs) == 1  # one benchmark, drawn once, although runs promoted concurrently
 
 
-@pytest.mark.slow
-def test_tiny_sweep_on_a_local_dask_cluster_with_worker_processes(capsys, empty_store, monkeypatch):
-    from distributed import LocalCluster
-    from prefect.settings import get_current_settings
-
-    # The workers are separate processes: they find the test's Prefect server (127.0.0.1) and
-    # the MLflow store through the environment they start with.
-    monkeypatch.setenv("PREFECT_API_URL", str(get_current_settings().api.url))
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None) as cluster:
-        code, out, err = attnlab(capsys, *TINY_SWEEP, "--runner", "dask", "--dask-address", cluster.scheduler_address)
-    assert code == 0, err
-    assert "on the dask runner at tcp://127.0.0.1:" in err
-    check_linked_sweep(empty_store, json.loads(out))
-
-
 EXPLODING = """
 from attnlab.plugins import Attention
 

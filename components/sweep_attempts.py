@@ -1,0 +1,57 @@
+"""A sweep's attempts at each run: a run whose worker was lost is rerun by the cluster elsewhere,
+which leaves two MLflow runs for one combination and seed, the first still RUNNING. At the end of
+a sweep every run it started must be ended, and every rerun linked to the attempt it replaces.
+
+Pure: the flow reads the child runs from MLflow and carries out the :class:`Settlement`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+#: Tag of a rerun: the id of the attempt it replaces.
+RERUN_OF = "attnlab.rerun_of"
+#: Tag of every attempt of a combination run more than once: 1, 2, ...
+ATTEMPT = "attnlab.attempt"
+
+
+@dataclass(frozen=True)
+class ChildRun:
+    """One child run of a sweep: ``key`` names its combination and seed."""
+
+    run_id: str
+    key: tuple
+    status: str
+    start_time: int
+
+
+@dataclass
+class Settlement:
+    """What to do: runs to end FAILED with the reason, tags to set per run."""
+
+    end: dict[str, str] = field(default_factory=dict)
+    tags: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
+def settle(children: list[ChildRun]) -> Settlement:
+    """At the end of a sweep: every child still RUNNING lost its worker (its result, if any, came
+    from a rerun) and is ended FAILED saying so; attempts of one key are numbered in start order
+    and each rerun names the attempt before it."""
+    plan = Settlement()
+    by_key: dict[tuple, list[ChildRun]] = {}
+    for child in children:
+        by_key.setdefault(child.key, []).append(child)
+    for attempts in by_key.values():
+        attempts.sort(key=lambda child: (child.start_time, child.run_id))
+        for number, child in enumerate(attempts, start=1):
+            later = attempts[number] if number < len(attempts) else None
+            if len(attempts) > 1:
+                plan.tags[child.run_id] = {ATTEMPT: str(number)}
+                if number > 1:
+                    plan.tags[child.run_id][RERUN_OF] = attempts[number - 2].run_id
+            if child.status == "RUNNING":
+                plan.end[child.run_id] = (
+                    f"its worker was lost; rerun as {later.run_id}" if later is not None
+                    else "still RUNNING when the sweep ended: its worker was lost"
+                )
+    return plan
