@@ -23,7 +23,7 @@ def prefect_harness(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("ATTNLAB_CACHE_DIR", str(tmp_path_factory.mktemp("attnlab-cache")))
         with temporary_settings(updates={PREFECT_LOCAL_STORAGE_PATH: storage}):
-            with prefect_test_harness(server_startup_timeout=90):
+            with prefect_test_harness(server_startup_timeout=600):
                 yield
 
 

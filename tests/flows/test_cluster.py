@@ -65,9 +65,9 @@ def cluster(tmp_path_factory, prefect_harness):
     processes += workers
     mlflow_server.start()
     try:
-        wait_healthy([mlflow_server], timeout=180)
-        with Client(address, timeout=180) as client:
-            client.wait_for_workers(2, timeout=180)
+        wait_healthy([mlflow_server], timeout=600)
+        with Client(address, timeout=600) as client:
+            client.wait_for_workers(2, timeout=600)
         yield SimpleNamespace(root=root, address=address, mlflow_url=mlflow_url, prefect_api=prefect_api, base=base,
                               workers=workers, folders=[root / "w1", root / "w2"])  # fmt: skip
     finally:

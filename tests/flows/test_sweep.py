@@ -177,7 +177,7 @@ def tracking_server(tmp_path):
     url = f"http://127.0.0.1:{port}"
     server = Server("MLflow", command, f"{url}/health", tmp_path / "mlflow-server.log").start()
     try:
-        wait_healthy([server], timeout=90)
+        wait_healthy([server], timeout=600)  # a hang guard: the event is /health answering
         yield url
     finally:
         server.stop()
@@ -286,5 +286,5 @@ def test_a_terminated_sweep_ends_every_run_killed_and_leaves_no_worker(empty_sto
     assert err.strip().splitlines()[-1].startswith("attnlab: error: interrupted") and "Traceback" not in err
     runs = client_for(empty_store).search_runs([e.experiment_id for e in client_for(empty_store).search_experiments()])
     assert sorted(r.info.status for r in runs) == ["KILLED"] * 3  # the sweep run and both runs
-    _, alive = psutil.wait_procs(workers, timeout=60)  # returns as soon as every worker has exited
+    _, alive = psutil.wait_procs(workers, timeout=300)  # returns as soon as every worker has exited
     assert not [w for w in alive if w.status() != psutil.STATUS_ZOMBIE]
