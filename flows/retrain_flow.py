@@ -19,6 +19,7 @@ import shutil
 import uuid
 from typing import Any
 
+import torch
 from mlflow import MlflowClient
 from mlflow.entities import Param
 from prefect import flow, get_run_logger, task
@@ -30,6 +31,7 @@ from attnlab.flows import model_registry, promotion, store, tasks, tracking
 from attnlab.flows.benchmark_store import Benchmark
 from attnlab.flows.flow_runs import ending_status, flow_run_tags
 from attnlab.promotion import check_margin
+from attnlab.threads import thread_share
 
 #: Benchmark examples drawn by a model's first promotion (later ones reuse that set).
 BENCHMARK_SIZE = DEFAULT_SIZE
@@ -53,11 +55,12 @@ def start_retrain_run(task_name: str, experiment: str, tags: dict[str, str]) -> 
 
 
 @task(name="log-retrain-params", **tasks.LOGGING)
-def log_retrain_params(run_id: str, config: ExperimentConfig, margin: float, benchmark: Benchmark) -> None:
+def log_retrain_params(run_id: str, config: ExperimentConfig, margin: float, benchmark: Benchmark, threads: int) -> None:
     """The challenger's config (with its fresh seed) and the comparison's settings as params."""
     params = {
         **tracking.config_params(config),
         "margin": repr(float(margin)),
+        "torch_threads": str(threads),
         "benchmark_run_id": benchmark.run_id,
         "benchmark_size": str(benchmark.size),
         "benchmark_seed": str(benchmark.seed),
@@ -83,6 +86,7 @@ def retrain_flow(
     benchmark_size: int = BENCHMARK_SIZE,
     seed: int | None = None,
     experiment: str | None = None,
+    concurrent_runs: int = 1,
 ) -> dict[str, Any]:
     """One retrain; its summary (JSON-ready): ``run_id`` (the retrain run), ``seed``,
     ``challenger`` (the train flow's summary), ``decision`` (see promotion.Decision),
@@ -92,11 +96,15 @@ def retrain_flow(
     derived from the flow run's id. ``margin``: the exact-match difference on the benchmark the
     challenger must exceed (0: strictly better). ``benchmark_size`` applies when the registered
     model has no benchmark yet. ``experiment`` defaults to ``attnlab-<task>``.
+    ``concurrent_runs``: how many runs of the deployment may run at once on this machine; the run
+    takes that share of its cores for torch's threads.
     """
     from attnlab.flows.train_flow import dataset, train_flow  # by import, also in a served run's process
 
     check_parameters(margin, benchmark_size)
     logger = get_run_logger()
+    threads = thread_share(concurrent_runs)
+    torch.set_num_threads(threads)
     name = model_registry.model_name(config.task)
     experiment = experiment or tracking.experiment_name(config.task)
     tags = flow_run_tags()
@@ -111,9 +119,10 @@ def retrain_flow(
             seed += 1
         challenger = config.model_copy(update={"seed": seed})
         data = dataset(challenger)
-        log_retrain_params(run_id, challenger, margin, benchmark)
+        log_retrain_params(run_id, challenger, margin, benchmark, threads)
         share = tasks.benchmark_overlap(run_id, challenger, benchmark, data)
-        logger.info("challenger seed %d; benchmark %s (%d examples, %.1f%% in the fresh training data)", seed, benchmark.run_id, benchmark.size, 100 * share)
+        logger.info("challenger seed %d; benchmark %s (%d examples, %.1f%% in the fresh training data); %d torch threads",
+                    seed, benchmark.run_id, benchmark.size, 100 * share, threads)  # fmt: skip
         trained = train_flow(config=challenger, experiment=experiment, promote=False, parent_run_id=run_id)  # registers
         version = str(trained["model"]["version"])
         decision = tasks.promote(name, version, challenger, benchmark, margin, run_id, "retrain")

@@ -59,6 +59,18 @@ def next_run(cron: str, timezone: str) -> str:
     return f"{when:%Y-%m-%d %H:%M} {timezone}"
 
 
+def check_busy_policy(max_concurrent: int, when_busy: str) -> Any:
+    """The deployment's concurrency limit; UserError for a bad count or policy."""
+    from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
+
+    strategies = {"skip": ConcurrencyLimitStrategy.CANCEL_NEW, "queue": ConcurrencyLimitStrategy.ENQUEUE}
+    if max_concurrent < 1:
+        raise UserError(f"--max-concurrent {max_concurrent}: give at least 1")
+    if when_busy not in strategies:
+        raise UserError(f"--when-busy {when_busy!r}: choose skip or queue")
+    return ConcurrencyLimitConfig(limit=max_concurrent, collision_strategy=strategies[when_busy])
+
+
 def prefect_api() -> str:
     """The configured Prefect API URL, checked to answer; UserError when there is none or it is
     down (a temporary server would accept the schedule and never run it)."""
@@ -107,6 +119,8 @@ def schedule(
     margin: float = typer.Option(0.0, metavar="FLOAT", help="exact-match difference on the benchmark a challenger must exceed (0: strictly better)"),
     benchmark_size: int = typer.Option(500, metavar="N", help="examples of the benchmark set (used when the registered model has none yet)"),
     work_pool: Optional[str] = typer.Option(None, metavar="NAME", help="deploy to this work pool (workers run it) instead of serving here"),
+    max_concurrent: int = typer.Option(1, metavar="N", help="runs of this deployment at once, anywhere (each takes 1/N of its machine's cores)"),
+    when_busy: str = typer.Option("skip", metavar="skip|queue", help="a tick that finds N runs still going: skip it (its run is cancelled) or queue it"),
     task: Optional[str] = typer.Option(None, metavar="NAME", help="task plugin (default: date)"),
     scorer: Optional[str] = typer.Option(None, metavar="NAME", help="attention scorer plugin (default: scaled_dot)"),
     encoder: Optional[str] = typer.Option(None, metavar="NAME", help="encoder plugin (default: gru)"),
@@ -140,6 +154,7 @@ def schedule(
         if benchmark_size < 1:
             raise UserError(f"--benchmark-size {benchmark_size}: give at least 1")
         cron_schedule = check_schedule(cron, timezone)
+        busy = check_busy_policy(max_concurrent, when_busy)
         config = build_config(config_file, flags, option)
         from attnlab.flows.train_cli import check_start
 
@@ -162,17 +177,21 @@ def schedule(
     from attnlab.flows.retrain_flow import retrain_flow
 
     deployment = name or config.task
-    parameters = {"config": config.model_dump(mode="json"), "margin": margin, "benchmark_size": benchmark_size, "experiment": experiment}
-    common = dict(name=deployment, schedule=cron_schedule, parameters=parameters, entrypoint_type=EntrypointType.MODULE_PATH)
+    parameters = {"config": config.model_dump(mode="json"), "margin": margin, "benchmark_size": benchmark_size, "experiment": experiment,
+                  "concurrent_runs": max_concurrent}  # fmt: skip
+    common = dict(name=deployment, parameters=parameters, entrypoint_type=EntrypointType.MODULE_PATH)
     lines = [
         f"retrains {config.scorer}/{config.encoder}/{config.decoder} on {config.task} ({config.train_size} fresh "
         f"training examples each run); promotes a challenger that beats the champion by more than {margin} on the "
         f"benchmark set; tracking: {store.tracking_uri}",
+        f"at most {max_concurrent} run{'s' * (max_concurrent != 1)} at a time; a tick that finds "
+        f"{'it' if max_concurrent == 1 else 'them'} still going is {'skipped (its run is cancelled)' if when_busy == 'skip' else 'queued'}",
         f"trigger a run by hand: prefect deployment run '{FLOW_NAME}/{deployment}'",
     ]
     if work_pool:
         with user_errors():
-            retrain_flow.to_deployment(work_pool_name=work_pool, job_variables={"env": store_env(store)}, **common).apply()
+            retrain_flow.to_deployment(work_pool_name=work_pool, job_variables={"env": store_env(store)}, schedule=cron_schedule,
+                                       concurrency_limit=busy, **common).apply()  # fmt: skip
         typer.echo(f"deployment '{FLOW_NAME}/{deployment}' created on {url}: cron '{cron}' ({timezone}), next run {when}, work pool {work_pool!r}")
         typer.echo("\n".join(lines))
         typer.echo(f"start a worker where attnlab is installed: prefect worker start --pool {work_pool}")
@@ -183,15 +202,23 @@ def schedule(
                 err=True,
             )
         return
+    from prefect.exceptions import TerminationSignal
+    from prefect.runner import Runner
+
+    # What flow.serve() does, with the announcement between creating and serving: the deployment
+    # and its schedule are written once. A second write (it used to be created, then served)
+    # replaces the schedule and deletes its future runs while Prefect's scheduler may be inserting
+    # runs of the one replaced: on a loaded machine a tick then fired twice.
+    runner = Runner(name=deployment, pause_on_shutdown=True)
     with user_errors():
-        retrain_flow.to_deployment(**common).apply()  # created before it is announced; serve() updates it
+        runner.add_flow(retrain_flow, schedule=cron_schedule, concurrency_limit=busy, **common)
     typer.echo(f"deployment '{FLOW_NAME}/{deployment}' created on {url}: cron '{cron}' ({timezone}), next run {when}")
     typer.echo("\n".join(lines))
     typer.echo("serving it here: runs start in subprocesses of this one; Ctrl-C stops (the schedule pauses until served again)", err=True)
-    with sigterm_as_interrupt():  # SIGTERM stops serving like Ctrl-C (Prefect then pauses the schedule)
+    with sigterm_as_interrupt():  # SIGTERM stops serving like Ctrl-C (the runner then pauses the schedule)
         try:
-            retrain_flow.serve(print_starting_message=False, pause_on_shutdown=True, **common)
-        except KeyboardInterrupt:
+            asyncio.run(runner.start())
+        except (KeyboardInterrupt, TerminationSignal):
             pass
     typer.echo("stopped serving; the schedule is paused", err=True)
 

@@ -19,7 +19,7 @@ import pytest
 
 from attnlab.flows import cli, servers
 
-from _flowkit import assert_one_line_error, client_for
+from _flowkit import Burners, assert_one_line_error, client_for
 
 DEPLOYMENT = "attnlab-retrain/test-nightly"
 CRON = "0 3 * * *"
@@ -91,7 +91,7 @@ def service(tmp_path_factory):
         )  # fmt: skip
     scheduler = None
     try:
-        server_out = _wait_for(out, "export MLFLOW_TRACKING_URI", server, 180)
+        server_out = _wait_for(out, "export MLFLOW_TRACKING_URI", server, 600)  # hang guards: the events are the lines
         api = f"http://127.0.0.1:{prefect_port}/api"
         env.update(PREFECT_API_URL=api, MLFLOW_TRACKING_URI=f"http://127.0.0.1:{mlflow_port}")
         env["PREFECT_RUNNER_POLL_FREQUENCY"] = "2"  # the runner looks for runs every 10 s by default
@@ -101,7 +101,7 @@ def service(tmp_path_factory):
                 [_attnlab(), "schedule", "--cron", CRON, "--name", "test-nightly", *TINY_FLAGS],
                 stdout=stdout, stderr=stderr, env=env, start_new_session=True,
             )  # fmt: skip
-        printed = _wait_for(schedule_out, "trigger a run by hand", scheduler, 120)
+        printed = _wait_for(schedule_out, "trigger a run by hand", scheduler, 600)
         yield SimpleNamespace(
             api=api, root=root, store=root / "mlflow", server_out=server_out, schedule_out=printed,
             scheduler=scheduler, ports=(prefect_port, mlflow_port), started=started,
@@ -153,6 +153,10 @@ def test_the_deployment_exists_with_the_cron_schedule(service, prefect_at):
     assert all(s.active for s in deployment.schedules) and not deployment.paused
     assert deployment.entrypoint == "attnlab.flows.retrain_flow.retrain_flow"
     assert deployment.parameters["config"]["train_size"] == 200 and deployment.parameters["benchmark_size"] == 50
+    # One run at a time by default; a tick that finds one going is skipped, and the service says so.
+    assert deployment.global_concurrency_limit.limit == 1 and deployment.parameters["concurrent_runs"] == 1
+    assert deployment.concurrency_options.collision_strategy.value == "CANCEL_NEW"
+    assert "at most 1 run at a time; a tick that finds it still going is skipped" in service.schedule_out
 
 
 @pytest.mark.slow
@@ -183,6 +187,7 @@ def test_runs_triggered_by_hand_are_executed_and_a_failure_does_not_stop_the_ser
     retrain_run = client.get_run(version.tags["promotion.run_id"])
     assert retrain_run.data.tags["prefect.flow_run_id"] == str(done.id)
     assert retrain_run.info.status == "FINISHED"
+    assert retrain_run.data.params["torch_threads"] == str(os.cpu_count())  # one run at a time: all cores
 
 
 @pytest.mark.slow
@@ -245,6 +250,8 @@ def test_schedule_with_an_unreachable_prefect_server_is_one_line_and_exit_2(caps
         (["--cron", "0 3 * * *", "--margin", "1.5"], ["--margin 1.5", "[0, 1)"]),
         (["--cron", "0 3 * * *", "--scorer", "cosine"], ["unknown scorer 'cosine'"]),
         (["--cron", "0 3 * * *", "-o", "train_size=abc"], ["train_size", "-o train_size=abc"]),
+        (["--cron", "0 3 * * *", "--max-concurrent", "0"], ["--max-concurrent 0: give at least 1"]),
+        (["--cron", "0 3 * * *", "--when-busy", "later"], ["--when-busy 'later': choose skip or queue"]),
         ([], ["--cron"]),
     ],
 )
@@ -262,3 +269,41 @@ def test_server_refuses_a_busy_port(capsys, empty_store):
         code = cli.main(["server", "--prefect-port", str(port), "--mlflow-port", str(_free_port())])
     assert code == 2
     assert_one_line_error(capsys.readouterr().err, f"cannot listen on 127.0.0.1:{port} (--prefect-port)")
+
+
+@pytest.mark.slow
+def test_each_cron_tick_starts_one_run_on_a_busy_machine(service, prefect_at):
+    """A deployment on an every-minute cron, served while every core is kept busy: once two ticks
+    have fired, each tick has exactly one flow run (a tick once fired twice under load)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterName, FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType
+    from prefect.client.schemas.objects import StateType
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_API", "MLFLOW_TRACKING"))}
+    env.update(PREFECT_HOME=str(service.root / "prefect-home"), PREFECT_API_URL=service.api, ATTNLAB_MLFLOW_DIR=str(service.store),
+               PREFECT_RUNNER_POLL_FREQUENCY="2")  # fmt: skip
+    out = service.root / "every-minute.out"
+    with Burners(), open(out, "w") as stdout, open(service.root / "every-minute.err", "w") as stderr:
+        scheduler = subprocess.Popen([_attnlab(), "schedule", "--cron", "* * * * *", "--name", "every-minute", *TINY_FLAGS],
+                                     stdout=stdout, stderr=stderr, env=env, start_new_session=True)  # fmt: skip
+        try:
+            _wait_for(out, "trigger a run by hand", scheduler, 600)
+            ticks: dict = {}
+            with get_client(sync_client=True) as client:
+                while len(ticks) < 2:  # the event: two ticks have left the Scheduled state
+                    assert scheduler.poll() is None, (service.root / "every-minute.err").read_text()[-2000:]
+                    started = client.read_flow_runs(
+                        deployment_filter=DeploymentFilter(name=DeploymentFilterName(any_=["every-minute"])),
+                        flow_run_filter=FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(not_any_=[StateType.SCHEDULED]))),
+                    )  # fmt: skip
+                    ticks = {}
+                    for run in started:
+                        ticks.setdefault(run.expected_start_time, []).append(run)
+                    time.sleep(2)
+                every = client.read_flow_runs(deployment_filter=DeploymentFilter(name=DeploymentFilterName(any_=["every-minute"])))
+        finally:
+            _stop(scheduler)
+    per_tick: dict = {}
+    for run in every:
+        per_tick.setdefault(run.expected_start_time, []).append(run.state_type.value)
+    assert all(len(states) == 1 for states in per_tick.values()), per_tick
