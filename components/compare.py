@@ -23,6 +23,15 @@ from attnlab.config import ExperimentConfig
 DIMENSIONS = ("task", "scorer", "encoder", "decoder")
 #: Metrics summarised as mean and std over seeds (``test_*`` metrics of a run, and its extras).
 METRICS = ("exact_match", "char_accuracy", "alignment_accuracy", "train_seconds", "parameters")
+#: The alignment measures and erasure tests (:mod:`attnlab.alignment`, :mod:`attnlab.erasure`),
+#: also summarised over seeds; :func:`format_table` shows them in blocks of their own.
+ATTENTION_METRICS = (
+    "alignment_within_one", "alignment_offset_mode", "alignment_shifted_accuracy", "alignment_error_rate",
+    "erasure_flip_top", "erasure_flip_random", "erasure_flip_gold",
+    "erasure_drop_top", "erasure_drop_random", "erasure_drop_gold",
+)  # fmt: skip
+#: Blocks of :func:`format_table` after the main one: title, metric prefix (dropped in headers).
+BLOCKS = (("alignment", "alignment_"), ("erasure (teacher-forced)", "erasure_"))
 
 
 @dataclass(frozen=True)
@@ -57,9 +66,10 @@ def grid_configs(base: ExperimentConfig, grid: Grid) -> list[ExperimentConfig]:
 
 
 def run_rows(results: Iterable[dict[str, Any]], bands: Sequence[tuple[int, int]] = ()) -> pd.DataFrame:
-    """One row per run: label, seed, status, run id, error, the metrics of :data:`METRICS` and
-    the exact match of each band of source lengths (see :func:`length_bands`); NaN for a failed
-    run. Each result has ``label``, ``seed``, ``status`` and either a train summary
+    """One row per run: label, seed, status, run id, error, the metrics of :data:`METRICS`, the
+    exact match of each band of source lengths (see :func:`length_bands`) and the metrics of
+    :data:`ATTENTION_METRICS`; NaN for a failed run and for a metric the run lacks (a scorer that
+    does not attend). Each result has ``label``, ``seed``, ``status`` and either a train summary
     (``summary``) or an ``error``."""
     band_names = list(length_bands([], bands))
     rows = []
@@ -77,8 +87,11 @@ def run_rows(results: Iterable[dict[str, Any]], bands: Sequence[tuple[int, int]]
             value = metrics.get(f"test_{name}", summary.get(name))
             row[name] = float(value) if value is not None else float("nan")
         row.update(length_bands(summary.get("by_length", []), bands))
+        for name in ATTENTION_METRICS:
+            row[name] = float(metrics.get(f"test_{name}", float("nan")))
         rows.append(row)
-    return pd.DataFrame(rows, columns=["label", "seed", "status", "run_id", "error", *METRICS, *band_names])
+    columns = ["label", "seed", "status", "run_id", "error", *METRICS, *band_names, *ATTENTION_METRICS]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def length_bands(rows: Sequence[dict[str, Any]], bands: Sequence[tuple[int, int]]) -> dict[str, float]:
@@ -113,16 +126,28 @@ def comparison_table(runs: pd.DataFrame, labels: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame(table)
 
 
-def format_table(table: pd.DataFrame) -> str:
-    """The comparison table as text: ``mean +- std`` per metric, failures named."""
-    metrics = [c.removesuffix("_mean") for c in table.columns if c.endswith("_mean")]
+def _shown(table: pd.DataFrame, metrics: Sequence[str], prefix: str = "") -> pd.DataFrame:
+    """``mean +- std`` columns of ``metrics``, headed by their names less ``prefix``."""
     shown = pd.DataFrame({"combination": table["label"], "runs": table["runs"]})
     for name in metrics:
         mean, std = table[f"{name}_mean"], table[f"{name}_std"]
-        digits = 0 if name == "parameters" else 1 if name.endswith("seconds") else 3
-        shown[name.replace("exact_match", "em")] = [
+        digits = 0 if name == "parameters" else 1 if name.endswith(("seconds", "offset_mode")) else 3
+        shown[name.removeprefix(prefix).replace("exact_match", "em")] = [
             "-" if pd.isna(m) else f"{m:,.{digits}f} +- {s:,.{digits}f}" for m, s in zip(mean, std)
         ]
-    text = shown.to_string(index=False)
+    return shown
+
+
+def format_table(table: pd.DataFrame) -> str:
+    """The comparison table as text: ``mean +- std`` per metric, failures named. The metrics of
+    :data:`ATTENTION_METRICS` follow in one block per :data:`BLOCKS` entry (left out when no
+    combination has a value: scorers that do not attend, tasks without alignments)."""
+    metrics = [c.removesuffix("_mean") for c in table.columns if c.endswith("_mean")]
+    main = [m for m in metrics if m not in ATTENTION_METRICS]
+    text = _shown(table, main).to_string(index=False)
+    for title, prefix in BLOCKS:
+        block = [m for m in metrics if m in ATTENTION_METRICS and m.startswith(prefix)]
+        if block and table[[f"{m}_mean" for m in block]].notna().any().any():
+            text += f"\n\n{title}:\n" + _shown(table, block, prefix).drop(columns="runs").to_string(index=False)
     failures = [f"  {row.label}: {row.failed} of {row.runs} failed: {row.error}" for row in table.itertuples() if row.failed]
     return text + ("\nfailed:\n" + "\n".join(failures) if failures else "")

@@ -2,20 +2,23 @@
 
 Output metrics come from free-running decoding (greedy or beam). Attention metrics come from
 one teacher-forced pass over the gold targets, so step t's weights are compared with the gold
-alignment of target character t.
+alignment of target character t (the measures of :mod:`attnlab.alignment`); the erasure tests
+(:mod:`attnlab.erasure`) ask whether the attended position is the one the output depends on.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 import torch
 from torch import Tensor
 
+from attnlab.alignment import AlignmentTally
 from attnlab.data import EncodedExamples, encode_examples
 from attnlab.decode import beam_search, default_max_length, greedy_decode
+from attnlab.erasure import erasure_metrics
 from attnlab.model import Seq2Seq
 from attnlab.plugins import Example
 
@@ -23,11 +26,15 @@ from attnlab.plugins import Example
 @dataclass(frozen=True)
 class Evaluation:
     """metrics: name -> float; per_length: one row per source-length bucket; predictions: one
-    row per example (source, target, prediction, correct, source_length)."""
+    row per example (source, target, prediction, correct, source_length); alignment_offsets:
+    share of aligned steps per offset (offset, steps, share; see
+    :meth:`attnlab.alignment.AlignmentTally.offset_table`), None for a scorer that does not
+    attend or a task without alignments."""
 
     metrics: dict[str, float]
     per_length: pd.DataFrame
     predictions: pd.DataFrame
+    alignment_offsets: pd.DataFrame | None = None
 
 
 def decode_texts(
@@ -107,8 +114,7 @@ def teacher_forced_attention(model: Seq2Seq, data: EncodedExamples) -> tuple[Ten
 class AttentionTally:
     """Running sums behind the attention metrics, so batches combine exactly."""
 
-    aligned_hits: int = 0
-    aligned_steps: int = 0
+    alignment: AlignmentTally = field(default_factory=AlignmentTally)
     entropy_sum: float = 0.0
     steps: int = 0
     pad_mass: float = 0.0
@@ -126,21 +132,23 @@ class AttentionTally:
         self.pad_mass = max(self.pad_mass, float(on_pad.max()) if on_pad.numel() else 0.0)
         argmax = weights.argmax(dim=-1).tolist()
         for row, example in enumerate(examples):
-            for t, gold in enumerate(example.alignment or ()):
-                if gold:
-                    self.aligned_steps += 1
-                    self.aligned_hits += argmax[row][t] in gold
+            self.alignment.add(argmax[row], example.alignment)
 
     def metrics(self) -> dict[str, float]:
         """alignment_accuracy: share of aligned target characters whose most-attended source
-        position is a gold one; attention_entropy: mean entropy (nats) of a step's weights;
-        pad_attention_mass: the largest total weight any step puts on padding (must be 0)."""
+        position is a gold one, and the other measures of :class:`attnlab.alignment.AlignmentTally`
+        (NaN without attention or gold); attention_entropy: mean entropy (nats) of a step's
+        weights; pad_attention_mass: the largest total weight any step puts on padding (must be 0)."""
         nan = math.nan
         return {
-            "alignment_accuracy": self.aligned_hits / self.aligned_steps if self.aligned_steps else nan,
+            **self.alignment.metrics(),
             "attention_entropy": self.entropy_sum / self.steps if self.attends and self.steps else nan,
             "pad_attention_mass": self.pad_mass,
         }
+
+    def offset_table(self) -> pd.DataFrame | None:
+        """The alignment offsets per step (None without an aligned step)."""
+        return self.alignment.offset_table() if self.alignment.steps else None
 
 
 def evaluate(
@@ -151,7 +159,8 @@ def evaluate(
     max_length: int | None = None,
 ) -> Evaluation:
     """Decode ``examples`` (greedy, or beam search with ``beam_size`` > 1) and compute every
-    metric; ``max_length`` bounds the decoding steps."""
+    metric, the erasure tests on a fixed sample of them (:func:`attnlab.erasure.erasure_metrics`);
+    ``max_length`` bounds the decoding steps."""
     device = next(model.parameters()).device
     data = encode_examples(examples, model.src_vocab, model.tgt_vocab).to(device)
     predictions = decode_texts(model, data, max_length, batch_size, beam_size)
@@ -175,4 +184,5 @@ def evaluate(
         weights, step_mask = teacher_forced_attention(model, chunk)
         tally.add(weights, step_mask, chunk.src_mask, examples[start : start + batch_size])
     metrics.update(tally.metrics())
-    return Evaluation(metrics, per_length_table(frame), frame)
+    metrics.update(erasure_metrics(model, examples))
+    return Evaluation(metrics, per_length_table(frame), frame, tally.offset_table())

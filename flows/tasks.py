@@ -15,11 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from attnlab.alignment_plots import offset_chart
 from attnlab.bundle import load_bundle, save_bundle
 from attnlab.cache import cache_root
 from attnlab.config import ExperimentConfig
@@ -189,6 +191,24 @@ def plot_attention(bundle: Path, sources: list[str], targets: list[str], out_dir
             save_figure(figure, out_dir / f"example_{index}_heads.png")
     (out_dir / "weights.json").write_text(json.dumps(records, ensure_ascii=False))
     return out_dir
+
+
+@task(name="plot-alignment-offsets", cache_policy=NO_CACHE)
+def plot_alignment_offsets(offsets: pd.DataFrame | None, out_dir: Path) -> Path | None:
+    """``out_dir/alignment_offsets.png``, the bar chart of the evaluation's alignment offsets
+    (:func:`attnlab.alignment_plots.offset_chart`); ``out_dir``, or None when there are none
+    (a scorer that does not attend, a task without alignments)."""
+    if offsets is None or offsets.empty:
+        return None
+    save_figure(offset_chart(offsets), out_dir / "alignment_offsets.png")
+    return out_dir
+
+
+@task(name="log-plots", **LOGGING)
+def log_plots(run_id: str, plots_dir: Path | None) -> None:
+    """The run's figures folder as its ``plots/`` artifacts (nothing when None)."""
+    if plots_dir is not None:
+        tracking.log_folder(MlflowClient(), run_id, plots_dir, "plots")
 
 
 @task(name="log-results", **LOGGING)

@@ -145,7 +145,8 @@ def evaluation_metrics(evaluation: Evaluation) -> dict[str, float]:
 
 def log_evaluation(client: MlflowClient, run_id: str, evaluation: Evaluation, extra: dict[str, float]) -> None:
     """Test metrics, per-length accuracy (as metrics with step = shortest length of the bucket,
-    so MLflow draws accuracy over length) and the tables per_length and predictions."""
+    so MLflow draws accuracy over length) and the tables per_length, predictions and (for a
+    model that attends, on a task with alignments) alignment_offsets."""
     now = int(time.time() * 1000)
     metrics = [Metric(k, v, now, 0) for k, v in {**evaluation_metrics(evaluation), **extra}.items()]
     for row in evaluation.per_length.itertuples(index=False):
@@ -154,6 +155,8 @@ def log_evaluation(client: MlflowClient, run_id: str, evaluation: Evaluation, ex
     client.log_batch(run_id, metrics=metrics)
     client.log_table(run_id, evaluation.per_length, "tables/per_length.json")
     client.log_table(run_id, sample_predictions(evaluation.predictions), "tables/predictions.json")
+    if evaluation.alignment_offsets is not None:
+        client.log_table(run_id, evaluation.alignment_offsets, "tables/alignment_offsets.json")
 
 
 def log_folder(client: MlflowClient, run_id: str, folder: Path, artifact_path: str) -> None:

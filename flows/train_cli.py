@@ -76,6 +76,27 @@ def check_start(config, experiment: str | None, device: bool = True) -> None:
         raise UserError(problem)
 
 
+def attention_lines(metrics: dict[str, float]) -> list[str]:
+    """The summary's lines on the alignment measures and the erasure tests (``test_*`` metrics),
+    each only when its metrics are there (a scorer that does not attend has neither)."""
+    lines = []
+    if "test_alignment_offset_mode" in metrics:
+        lines.append(
+            f"alignment: within one {metrics['test_alignment_within_one']:.4f}  "
+            f"offset mode {metrics['test_alignment_offset_mode']:+.0f}  "
+            f"shifted by the mode {metrics['test_alignment_shifted_accuracy']:.4f}  "
+            f"error rate (AER) {metrics['test_alignment_error_rate']:.4f}"
+        )
+    probes = [p for p in ("top", "random", "gold") if f"test_erasure_flip_{p}" in metrics]
+    if probes:
+        flips = "  ".join(f"{p} {metrics[f'test_erasure_flip_{p}']:.4f}" for p in probes)
+        drops = "  ".join(f"{p} {metrics[f'test_erasure_drop_{p}']:.4f}" for p in probes)
+        examples = metrics.get("test_erasure_examples")
+        sample = f" ({examples:.0f} test examples)" if examples is not None else ""
+        lines.append(f"erasure{sample}: flip rate {flips};  probability drop {drops}")
+    return lines
+
+
 def format_summary(summary: dict[str, Any]) -> str:
     """The human summary of a train run (the JSON summary's main fields)."""
     metrics = summary["metrics"]
@@ -98,6 +119,7 @@ def format_summary(summary: dict[str, Any]) -> str:
             f"run {summary['run_id']} FINISHED in experiment {summary['experiment']}: "
             f"{summary['epochs']} epoch(s), {summary['train_seconds']:.1f} s training{early}",
             f"test:  {shown}",
+            *attention_lines(metrics),
             f"model: {model['name']} version {model['version']} ({model['uri']})",
             f"promotion{where}: {verdict}",
             f"open the MLflow UI: {summary['ui']}",

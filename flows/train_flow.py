@@ -173,6 +173,7 @@ def _steps(
         if probe:
             sources, targets = [probe[0], *sources], [probe[1], *targets]
         attention = tasks.plot_attention(trained.bundle, sources, targets, workdir / "attention")
+        plots = tasks.plot_alignment_offsets(evaluation.alignment_offsets, workdir / "plots")
     extra = {
         "epochs_trained": float(len(trained.history)),
         "stopped_early": float(trained.stopped_early),
@@ -181,6 +182,7 @@ def _steps(
     }
     with watch("log"):
         tasks.log_results(run_id, evaluation, attention, extra)
+        tasks.log_plots(run_id, plots)
     examples = sources[:3] or evaluation.predictions["source"].head(1).tolist()
     with watch("register"):
         if register:

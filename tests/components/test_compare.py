@@ -98,3 +98,28 @@ def test_learning_curves_and_side_by_side_heatmaps_draw():
     assert any("no attention weights" in t for t in texts) and any("no run finished" in t for t in texts)
     assert len(fig.axes[0].images) == 1
     fig.canvas.draw()
+
+
+def test_attention_measures_are_columns_and_blocks_of_their_own():
+    attention = {"test_alignment_within_one": 0.97, "test_alignment_offset_mode": 1.0,
+                 "test_alignment_shifted_accuracy": 0.96, "test_alignment_error_rate": 0.97,
+                 "test_erasure_flip_top": 0.25, "test_erasure_flip_random": 0.0, "test_erasure_flip_gold": 0.5,
+                 "test_erasure_drop_top": 0.3, "test_erasure_drop_random": 0.0, "test_erasure_drop_gold": 0.4}  # fmt: skip
+    attends = _summary(0.9, [])
+    attends["metrics"].update(attention)
+    results = [
+        {"label": "additive", "seed": 0, "status": "FINISHED", "summary": attends},
+        {"label": "none", "seed": 0, "status": "FINISHED", "summary": _summary(0.2, [])},
+    ]
+    runs = run_rows(results)
+    assert runs.loc[0, "erasure_flip_gold"] == 0.5 and math.isnan(runs.loc[1, "erasure_flip_gold"])
+    table = comparison_table(runs, ["additive", "none"]).set_index("label")
+    assert table.loc["additive", "alignment_offset_mode_mean"] == 1.0
+    text = format_table(comparison_table(runs, ["additive", "none"]))
+    alignment, erasure = text.split("\n\nalignment:\n")[1].split("\n\nerasure (teacher-forced):\n")
+    assert alignment.splitlines()[0].split() == ["combination", "within_one", "offset_mode", "shifted_accuracy", "error_rate"]
+    assert "1.0 +- 0.0" in alignment and "0.960 +- 0.000" in alignment
+    assert erasure.splitlines()[0].split()[1:4] == ["flip_top", "flip_random", "flip_gold"]
+    assert erasure.splitlines()[2].split() == ["none"] + ["-"] * 6
+    # runs without any attention measure (every scorer 'none') show no such block
+    assert "alignment:" not in format_table(comparison_table(run_rows(results[1:]), ["none"]))

@@ -62,7 +62,12 @@ def trained():
 
 def test_evaluation_reports_every_metric(trained):
     metrics = trained.evaluation.metrics
-    assert set(metrics) == {"exact_match", "char_accuracy", "alignment_accuracy", "attention_entropy", "pad_attention_mass"}
+    assert set(metrics) == {
+        "exact_match", "char_accuracy", "alignment_accuracy", "attention_entropy", "pad_attention_mass",
+        "alignment_within_one", "alignment_offset_mode", "alignment_shifted_accuracy", "alignment_error_rate",
+        "erasure_examples", "erasure_flip_top", "erasure_flip_random", "erasure_flip_gold",
+        "erasure_drop_top", "erasure_drop_random", "erasure_drop_gold",
+    }  # fmt: skip
     assert metrics["pad_attention_mass"] == 0.0
     # A bidirectional encoder lets attention find the mirrored position (measured: 0.999).
     assert metrics["alignment_accuracy"] > 0.9

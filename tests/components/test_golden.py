@@ -30,6 +30,21 @@ TEST_METRICS = {
     "attention_entropy": 2.1231331825256348,
     "pad_attention_mass": 0.0,
 }
+# The alignment measures and erasure tests (added later; the numbers above did not move): 512
+# aligned steps (64 dates x 8 digits), every test example probed.
+ATTENTION_METRICS = {
+    "alignment_within_one": 289 / 512,
+    "alignment_offset_mode": 0.0,
+    "alignment_shifted_accuracy": 161 / 512,
+    "alignment_error_rate": 351 / 512,
+    "erasure_examples": 64.0,
+    "erasure_flip_top": 105 / 512,
+    "erasure_flip_random": 33 / 512,
+    "erasure_flip_gold": 108 / 512,
+    "erasure_drop_top": 0.0699272349011153,
+    "erasure_drop_random": -0.002636992430780083,
+    "erasure_drop_gold": 0.10088257677853107,
+}
 
 
 @pytest.fixture
@@ -44,4 +59,4 @@ def test_default_family_golden_numbers(one_thread):
     result = run_experiment(CONFIG)
     history = [(m["train_loss"], m["val_loss"], m["val_exact_match"]) for m in result.training.history]
     assert history == [pytest.approx(epoch, rel=1e-5, abs=1e-12) for epoch in HISTORY]
-    assert result.evaluation.metrics == pytest.approx(TEST_METRICS, rel=1e-5, abs=1e-12)
+    assert result.evaluation.metrics == pytest.approx({**TEST_METRICS, **ATTENTION_METRICS}, rel=1e-5, abs=1e-12)
