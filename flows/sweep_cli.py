@@ -212,10 +212,11 @@ def run_sweep(
     # An existing cluster sizes itself: by default every run is handed to it at once.
     parallel = max_parallel or (len(configs) if dask_address else min(len(configs), os.cpu_count() or 1))
     # Local workers share this machine's cores; a remote cluster sizes its own workers.
+    from attnlab.threads import thread_share
+
     threads = None if dask_address else thread_share(min(parallel, len(configs)))
 
     from attnlab.flows import store
-    from attnlab.threads import thread_share
 
     store.check_store(store.resolve_store())
     from attnlab.flows.prefect_server import share_with_workers, start_in_background, without_heartbeats
