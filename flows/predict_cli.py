@@ -146,6 +146,12 @@ def predict(
     quiet(verbose)
     with user_errors():
         check_model_option(model)
+        if model is None:  # the champion: its config read without MLflow, where the store allows
+            from attnlab.flows.champion_config import champion_config
+            from attnlab.flows.store import resolve_store
+
+            where = resolve_store()
+            check_inputs(texts, champion_config(where.folder, f"attnlab-{task}") if where.embedded else None)
         uri = None if bundle_folder(model) else open_store(model, task)
         check_inputs(texts, model_config(model, uri))  # before torch and the model load
         uri, config, task_plugin, test_task, seq2seq = load_model(model, uri)

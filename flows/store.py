@@ -14,11 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-import mlflow
-from mlflow import MlflowClient
-from mlflow.exceptions import MlflowException
-from mlflow.protos.databricks_pb2 import RESOURCE_ALREADY_EXISTS, RESOURCE_DOES_NOT_EXIST, ErrorCode
-
 from attnlab.flows.errors import TrackingUnavailable
 from attnlab.retry import BUDGET_SECONDS, retrying
 
@@ -62,6 +57,8 @@ def use_store(store: Store | None = None) -> Store:
     store = store or resolve_store()
     if store.embedded:
         store.folder.mkdir(parents=True, exist_ok=True)
+    import mlflow
+
     mlflow.set_tracking_uri(store.tracking_uri)
     return store
 
@@ -126,6 +123,8 @@ def check_store(store: Store, timeout: float = 3.0, writable: bool = True, budge
     or missing beside earlier runs' artifacts is refused, never re-created; a read-only store or a
     full disk is refused before a run starts.
     """
+    from mlflow import MlflowClient
+
     from attnlab.flows import store_guard
 
     if store.embedded:
@@ -174,15 +173,23 @@ def unreachable(store: Store, timeout: float = 3.0) -> str | None:
     return None
 
 
-def _error_code(exc: MlflowException) -> int:
+def _error_code(exc) -> int:
+    from mlflow.protos.databricks_pb2 import ErrorCode
+
     return ErrorCode.Value(exc.error_code) if isinstance(exc.error_code, str) else exc.error_code
 
 
 def is_missing(exc: BaseException) -> bool:
     """True for MLflow's 'does not exist' errors (no such model, version, alias, run)."""
+    from mlflow.exceptions import MlflowException
+    from mlflow.protos.databricks_pb2 import RESOURCE_DOES_NOT_EXIST
+
     return isinstance(exc, MlflowException) and _error_code(exc) == RESOURCE_DOES_NOT_EXIST
 
 
 def already_exists(exc: BaseException) -> bool:
     """True for MLflow's 'already exists' errors (something created concurrently)."""
+    from mlflow.exceptions import MlflowException
+    from mlflow.protos.databricks_pb2 import RESOURCE_ALREADY_EXISTS
+
     return isinstance(exc, MlflowException) and _error_code(exc) == RESOURCE_ALREADY_EXISTS

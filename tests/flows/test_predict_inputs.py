@@ -142,3 +142,22 @@ def test_served_model_answers_real_dates(served):
     response = client.post("/invocations", json={"dataframe_split": {"columns": ["source"], "data": [["29-02-2024"], ["25-12-2023"]]}})
     assert response.status_code == 200, response.text
     assert len(response.json()["predictions"]) == 2
+
+
+def test_a_mistake_against_the_champion_imports_no_heavy_library(learned_store, tmp_path):
+    """The default model, the task's champion on the embedded store: its config is read from the
+    store's files, so a refused input is answered before MLflow, torch or Prefect are imported."""
+    import os
+
+    folder, _ = learned_store
+    env = {**os.environ, "ATTNLAB_MLFLOW_DIR": str(folder)}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    script = (
+        "import json, sys\n"
+        "from attnlab.flows.cli import main\n"
+        "code = main(['predict', '99-99-2023'])\n"
+        "print(json.dumps([code, sorted(m for m in ('torch', 'prefect', 'mlflow') if m in sys.modules)]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [2, []], done.stderr
+    assert_one_line_error(done.stderr, "'99-99-2023'", "no month 99")

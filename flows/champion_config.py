@@ -1,0 +1,45 @@
+"""The champion's config read straight from the embedded store, without importing MLflow.
+
+``attnlab predict`` checks its inputs against the model's task before anything heavy starts; for
+the default model (the task's champion on the embedded store) that takes the saved config, which
+this module reads from the SQLite file (read-only) and the model's artifacts folder: ~0.1 s
+instead of ~2 s of importing MLflow. Anything unexpected (another store, another schema, a file
+missing) gives None, and the command takes the usual way through MLflow.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+#: The model version holding ``alias`` of ``name``, and where its files are.
+_ALIAS_QUERY = """
+SELECT mv.storage_location FROM registered_model_aliases AS a
+JOIN model_versions AS mv ON mv.name = a.name AND mv.version = a.version
+WHERE a.name = ? AND a.alias = ?
+"""
+
+
+def champion_config(folder: Path, name: str, alias: str = "champion") -> dict | None:
+    """The saved config (a plain dict) of the version of ``name`` holding ``alias`` in the embedded
+    store in ``folder``; None when it cannot be read this way."""
+    db = folder / "mlflow.db"
+    if not db.is_file():
+        return None
+    try:
+        with contextlib.closing(sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=2)) as conn:
+            row = conn.execute(_ALIAS_QUERY, (name, alias)).fetchone()
+    except sqlite3.Error:
+        return None
+    if not row or not str(row[0]).startswith("file://"):
+        return None
+    # The pyfunc model keeps its bundle under artifacts/bundle/ (see attnlab.flows.pyfunc).
+    path = Path(unquote(urlsplit(row[0]).path)) / "artifacts" / "bundle" / "config.json"
+    try:
+        config = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return config if isinstance(config, dict) else None
