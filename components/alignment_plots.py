@@ -31,7 +31,7 @@ def offset_chart(table: pd.DataFrame, title: str | None = None) -> Figure:
     ax.bar(table["offset"], table["share"], color=colours, width=0.8)
     if mode is not None:
         share = float(table.loc[table["offset"] == mode, "share"].iloc[0])
-        ax.annotate(f"mode {mode:+d}: {share:.0%}", (mode, share), xytext=(0, 3), textcoords="offset points",
+        ax.annotate(f"mode {mode:+d}: {share:.0%}" if mode else f"mode 0: {share:.0%}", (mode, share), xytext=(0, 3), textcoords="offset points",
                     ha="center", va="bottom", fontsize="small")  # fmt: skip
     ax.axvline(0, color="0.6", linewidth=0.8, zorder=0)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))

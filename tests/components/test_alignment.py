@@ -39,6 +39,7 @@ def test_attention_one_position_late_scores_zero_strictly_and_full_after_the_shi
     assert metrics["alignment_offset_mode"] == 1.0
     assert metrics["alignment_shifted_accuracy"] == 1.0
     assert metrics["alignment_error_rate"] == 1.0
+    assert alignment_metrics([rows(3, 1, 0)], [((1,), (1,), (1,))])["alignment_within_one"] == 2 / 3  # +2 is out
     late_early = alignment_metrics([rows(0, 0, 1)], [((1,), (1,), (2,))])  # one position early
     assert late_early["alignment_offset_mode"] == -1.0 and late_early["alignment_shifted_accuracy"] == 1.0
 
@@ -78,9 +79,9 @@ def test_offsets_go_to_the_nearest_gold_position_and_shifts_count_any_gold():
 
 
 def test_modal_offset_ties_go_to_the_offset_nearest_zero_then_the_smaller():
-    assert modal_offset({-1: 2, 1: 2, 2: 2}) == -1
-    assert modal_offset({3: 5, 1: 2}) == 3
-    assert modal_offset({-2: 1, 2: 1}) == -2
+    assert modal_offset({2: 2, 1: 2, -1: 2, 0: 1}) == -1
+    assert modal_offset({1: 2, 3: 5}) == 3
+    assert modal_offset({2: 1, -2: 1}) == -2
     assert modal_offset({}) is None
 
 
