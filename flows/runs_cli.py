@@ -220,17 +220,19 @@ def predictions_of(run_ids: list[str], inputs: list[str]) -> list[list]:
     """Each run's model (loaded as ``attnlab predict`` loads ``runs:/<id>/model``) on ``inputs``:
     ``[input][run]`` predictions. UserError naming the run when a model refuses an input."""
     from attnlab.flows.api import load_run_model
+    from attnlab.model import build_task
     from attnlab.predict import check_sources, predict, source_limit
 
     by_run = []
     for run_id in run_ids:
         config, task, model = load_run_model(run_id)
         longest = source_limit(config)
+        test_task = build_task(config, split="test") if config.test_task_options else None
         try:
-            check_sources(inputs, task, model, longest)
+            check_sources(inputs, task, model, longest, test_task)
         except ValueError as exc:
             raise UserError(f"run {run_id} ({config.task}): {exc}") from None
-        by_run.append(predict(model, task, inputs, longest=longest))
+        by_run.append(predict(model, task, inputs, longest=longest, test_task=test_task))
     return [[column[i] for column in by_run] for i in range(len(inputs))]
 
 

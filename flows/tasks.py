@@ -166,10 +166,11 @@ def evaluate_bundle(bundle: Path, data: Path, beam_size: int, device: str = "cpu
 def plot_attention(bundle: Path, sources: list[str], targets: list[str], out_dir: Path) -> Path:
     """Heatmaps (PNG; one per head as well for a multi-head scorer) of the bundled model's
     attention on ``sources`` and ``weights.json`` with the raw weights and their tokens."""
-    _, task_plugin, model = load_bundle(bundle)
+    config, task_plugin, model = load_bundle(bundle)
+    test_task = build_task(config, split="test") if config.test_task_options else None  # test examples may be longer
     out_dir.mkdir(parents=True, exist_ok=True)
     records = []
-    for index, (p, target) in enumerate(zip(predict(model, task_plugin, sources), targets)):
+    for index, (p, target) in enumerate(zip(predict(model, task_plugin, sources, test_task=test_task), targets)):
         records.append(
             {
                 "source": p.source,
