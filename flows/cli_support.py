@@ -98,7 +98,6 @@ def check_plugin_names(config) -> None:
             raise UserError(f"unknown {field} {getattr(config, field)!r}; available: {', '.join(available)}")
 
 
-
 def check_config(config) -> None:
     """Fail fast (before Prefect or MLflow start) on unknown plugins, options they refuse and data
     sizes the task cannot provide."""
@@ -196,7 +195,7 @@ def preload() -> None:
 
 def ui_hint(store) -> str:
     if store.embedded:
-        return "attnlab ui  (then open http://127.0.0.1:5000)"
+        return "attnlab ui  (then open the link it prints for the experiment)"
     return f"open {store.tracking_uri}" if store.tracking_uri.startswith("http") else "mlflow ui --backend-store-uri " + store.tracking_uri
 
 
