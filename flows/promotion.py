@@ -44,9 +44,9 @@ def load_version(client: MlflowClient, name: str, version: str):
 
 def benchmark_score(model, drawn: BenchmarkSet, beam_size: int = 1) -> float:
     """Exact match of ``model`` on the benchmark's examples."""
-    from attnlab.evaluate import evaluate
+    from attnlab.evaluate import score_exact_match
 
-    return float(evaluate(model, drawn.examples, beam_size=beam_size).metrics["exact_match"])
+    return float(score_exact_match(model, drawn.examples, beam_size=beam_size))
 
 
 @contextlib.contextmanager

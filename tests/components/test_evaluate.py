@@ -108,3 +108,16 @@ def test_beam_search_is_at_least_as_likely_as_greedy(trained):
     beam_texts = [model.tgt_vocab.decode(row) for row in beam4.tolist()]
     expected = sum(text == ex.target for text, ex in zip(beam_texts, examples)) / len(examples)
     assert evaluate(model, examples, beam_size=4).metrics["exact_match"] == expected
+
+
+def test_the_promotion_score_is_the_evaluation_exact_match():
+    """A promotion decodes only; its score must be the exact match the full evaluation reports."""
+    from attnlab.config import ExperimentConfig
+    from attnlab.evaluate import evaluate, score_exact_match
+    from attnlab.experiment import run_experiment
+
+    result = run_experiment(ExperimentConfig(train_size=300, validation_size=30, test_size=60, hidden_size=16, embedding_dim=8, epochs=2))
+    full = evaluate(result.model, result.splits.test).metrics["exact_match"]
+    assert score_exact_match(result.model, result.splits.test) == full
+    wrong = [type(ex)(ex.source, ex.target + "x", ex.alignment) for ex in result.splits.test]
+    assert score_exact_match(result.model, wrong) == 0.0
