@@ -21,11 +21,9 @@ import time
 import torch
 
 from attnlab.config import ExperimentConfig
-from attnlab.data import encode_examples
-from attnlab.evaluate import decode_texts, exact_match
 from attnlab.experiment import prepare_data
 from attnlab.model import build_model
-from attnlab.train import train
+from train_until import train_until
 
 #: name -> config overrides of the defaults (what ``-o KEY=VALUE`` / flags would set).
 SETTINGS: dict[str, dict] = {
@@ -36,34 +34,13 @@ SETTINGS: dict[str, dict] = {
 }
 
 
-class _Reached(Exception):
-    pass
-
-
 def time_to_target(overrides: dict, seed: int, target: float, max_epochs: int) -> dict:
     """Train one setting until the test exact match reaches ``target``; the clocks and epochs."""
     config = ExperimentConfig(seed=seed, epochs=max_epochs, target_exact_match=None, **overrides)
     task, splits = prepare_data(config)
     torch.manual_seed(seed)
     model = build_model(config, task)
-    encode = lambda examples: encode_examples(examples, model.src_vocab, model.tgt_vocab)  # noqa: E731
-    test, targets = encode(splits.test), [ex.target for ex in splits.test]
-    seen = {"train": 0.0, "wall": 0.0, "epoch": 0, "score": 0.0}
-
-    def after_epoch(metrics: dict) -> None:
-        seen["train"] += metrics["train_seconds"]
-        seen["wall"] += metrics["seconds"]
-        seen["epoch"] = int(metrics["epoch"])
-        model.eval()
-        seen["score"] = exact_match(decode_texts(model, test), targets)
-        if seen["score"] >= target:
-            raise _Reached
-
-    try:
-        train(model, encode(splits.train), encode(splits.validation), config, on_epoch=after_epoch)
-    except _Reached:
-        return {**seen, "reached": True}
-    return {**seen, "reached": False}
+    return train_until(model, splits, config, splits.test, target)
 
 
 def main() -> None:

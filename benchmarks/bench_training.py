@@ -24,11 +24,11 @@ import torch
 import seed_reference as ref
 from attnlab.config import ExperimentConfig
 from attnlab.data import encode_examples
-from attnlab.evaluate import decode_texts, exact_match
 from attnlab.experiment import prepare_data
 from attnlab.model import build_model
 from attnlab.plugins import Example, create_plugin
-from attnlab.train import train, train_step
+from attnlab.train import train_step
+from train_until import train_until
 
 TARGET = 0.999
 
@@ -113,32 +113,13 @@ def reference_time_to_target(max_epochs: int) -> tuple[float | None, int, float]
     return None, max_epochs, score
 
 
-class _Reached(Exception):
-    pass
-
-
 def attnlab_time_to_target(max_epochs: int) -> tuple[float | None, int, float]:
     """The same measurement for attnlab's default configuration."""
     config = ExperimentConfig(epochs=max_epochs, target_exact_match=None)
     task, splits = prepare_data(config)
     model = build_model(config, task)
-    encode = lambda examples: encode_examples(examples, model.src_vocab, model.tgt_vocab)  # noqa: E731
-    test = unseen_test_dates({ex.source for ex in splits.train})
-    test_data, targets = encode(test), [ex.target for ex in test]
-    progress = {"spent": 0.0, "epoch": 0, "score": 0.0}
-
-    def after_epoch(metrics: dict) -> None:
-        progress["spent"] += metrics["train_seconds"]
-        progress["epoch"] = metrics["epoch"]
-        progress["score"] = exact_match(decode_texts(model, test_data), targets)
-        if progress["score"] >= TARGET:
-            raise _Reached
-
-    try:
-        train(model, encode(splits.train), encode(splits.validation), config, on_epoch=after_epoch)
-    except _Reached:
-        return progress["spent"], progress["epoch"], progress["score"]
-    return None, progress["epoch"], progress["score"]
+    result = train_until(model, splits, config, unseen_test_dates({ex.source for ex in splits.train}), TARGET)
+    return (result["train"] if result["reached"] else None), result["epoch"], result["score"]
 
 
 def main() -> None:
