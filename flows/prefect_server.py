@@ -9,7 +9,7 @@ reaches the server too; and a command killed with SIGKILL leaves it running.
 :func:`start_in_background` starts the same server (Prefect's own class, app and uvicorn command
 line) instead, so that:
 
-- it boots while the command does its other start-up work, and :meth:`TemporaryServer.wait`
+- it boots while the command does its other start-up work, and :meth:`Handle.wait`
   waits for it as long as a loaded machine needs (``STARTUP_SECONDS``, or
   ``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS`` when set), then fails in one line, having
   stopped the process it started;
@@ -32,11 +32,11 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from pathlib import Path
 from typing import Iterator
 
 from attnlab.errors import UserError
+from attnlab.flows.servers import healthy
 
 #: How long a start-up may take unless PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS says:
 #: ~5 s on a quiet 2-core machine; 60-120 s were seen at a load average of 20-28.
@@ -110,12 +110,8 @@ def _server_class():
                     raise ServerStartFailed(
                         f"Prefect's temporary API server exited with status {code} while starting (its log: {log_path()})"
                     )
-                try:
-                    with urllib.request.urlopen(f"{self.api_url}/health", timeout=5) as response:
-                        if response.status == 200:
-                            return
-                except OSError:
-                    pass
+                if healthy(f"{self.api_url}/health", timeout=5):
+                    return
                 if time.monotonic() > deadline:
                     raise ServerStartFailed(
                         f"Prefect's temporary API server did not answer within {seconds:.0f} s (load average "
@@ -162,10 +158,6 @@ class Handle:
         if self.error is not None:
             self.server.stop()
             raise self.error if isinstance(self.error, UserError) else ServerStartFailed(str(self.error))
-
-    @property
-    def url(self) -> str:
-        return self.server.api_url
 
 
 def start_in_background() -> Handle | None:

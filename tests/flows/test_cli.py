@@ -16,7 +16,7 @@ import pytest
 import torch
 import yaml
 
-from attnlab.flows import cli, cli_support, tasks
+from attnlab.flows import cli, cli_support, servers, tasks
 from attnlab.flows.tracking import config_params
 
 from _flowkit import KNOWN_DATES, TINY, assert_one_line_error, client_for, point_at
@@ -294,13 +294,7 @@ def test_ui_serves_runs_and_heatmaps(learned_store):
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 600  # a hang guard: the event is /health answering
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
+        while not servers.healthy(f"{base}/health"):
             assert process.poll() is None, process.stdout.read().decode()
             assert time.monotonic() < deadline, "the UI did not come up in 600 s"
             time.sleep(0.5)
