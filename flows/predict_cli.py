@@ -146,14 +146,17 @@ def predict(
     quiet(verbose)
     with user_errors():
         check_model_option(model)
+        config = None
         if model is None:  # the champion: its config read without MLflow, where the store allows
             from attnlab.flows.champion_config import champion_config
             from attnlab.flows.store import resolve_store
 
             where = resolve_store()
-            check_inputs(texts, champion_config(where.folder, f"attnlab-{task}") if where.embedded else None)
+            config = champion_config(where.folder, f"attnlab-{task}") if where.embedded else None
+            check_inputs(texts, config)
         uri = None if bundle_folder(model) else open_store(model, task)
-        check_inputs(texts, model_config(model, uri))  # before torch and the model load
+        if config is None:  # not read yet: from the bundle folder or the MLflow model
+            check_inputs(texts, model_config(model, uri))  # before torch and the model load
         uri, config, task_plugin, test_task, seq2seq = load_model(model, uri)
         from attnlab.predict import check_sources, source_limit
         from attnlab.predict import predict as run_predict
