@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -133,6 +134,7 @@ def check_store(store: Store, timeout: float = 3.0, writable: bool = True, budge
         except OSError as exc:
             raise TrackingUnavailable(f"cannot create the MLflow folder {store.folder}: {exc.strerror}") from exc
     tries = []
+    started = time.monotonic()
 
     def ask() -> None:
         with _quick_http(timeout * 2 ** len(tries)):
@@ -155,7 +157,7 @@ def check_store(store: Store, timeout: float = 3.0, writable: bool = True, budge
             if not store.embedded
             else "check ATTNLAB_MLFLOW_DIR"
         )
-        late = f" after {len(tries)} tries in {budget:.0f} s" if len(tries) > 1 else ""
+        late = f" after {len(tries)} tries in {time.monotonic() - started:.0f} s" if len(tries) > 1 else ""
         raise TrackingUnavailable(
             f"cannot reach the MLflow tracking store {store.tracking_uri}: {reason(exc)}{late}; {hint}"
         ) from exc
