@@ -9,19 +9,26 @@ from attnlab.errors import UserError
 GRID_GROUPS = {"task": "tasks", "scorer": "scorers", "encoder": "encoders", "decoder": "decoders"}
 
 
+def unknown_plugin(field: str, name: str) -> str | None:
+    """Why ``name`` is no installed plugin for config field ``field`` (task, scorer, encoder,
+    decoder), e.g. "unknown scorer 'cosine'; available: ...", told from the entry points without
+    importing any plugin; None when it is installed."""
+    from attnlab.plugins import list_plugins
+
+    available = list_plugins(GRID_GROUPS[field])
+    return None if name in available else f"unknown {field} {name!r}; available: {', '.join(available)}"
+
+
 def parse_names(option: str, text: str | None) -> list[str] | None:
     """``"a,b"`` -> ``["a", "b"]`` checked against the installed plugins of the option's group."""
-    from attnlab.plugins import list_plugins  # imports torch: only when a grid is given
-
     if text is None:
         return None
     names = [name.strip() for name in text.split(",")]
     if not text.strip() or any(not name for name in names):
         raise UserError(f"--{option} {text!r}: give comma-separated names without empty entries, e.g. --{option} dot,additive")
-    available = list_plugins(GRID_GROUPS[option])
-    unknown = [name for name in names if name not in available]
-    if unknown:
-        raise UserError(f"--{option}: unknown {option} {unknown[0]!r}; available: {', '.join(available)}")
+    problem = next(filter(None, (unknown_plugin(option, name) for name in names)), None)
+    if problem:
+        raise UserError(f"--{option}: {problem}")
     if len(set(names)) != len(names):
         raise UserError(f"--{option} {text!r}: a name is repeated")
     return names

@@ -89,13 +89,12 @@ def build_config(config_file: Path | None, flags: dict[str, Any], options: list[
 def check_plugin_names(config) -> None:
     """UserError for a plugin name that no installed package declares, told from the entry points
     without importing torch (:func:`check_config` then loads and checks the plugins)."""
-    from attnlab.plugins import list_plugins
-    from attnlab.sweep_options import GRID_GROUPS
+    from attnlab.sweep_options import GRID_GROUPS, unknown_plugin
 
-    for field, group in GRID_GROUPS.items():
-        available = list_plugins(group)
-        if getattr(config, field) not in available:
-            raise UserError(f"unknown {field} {getattr(config, field)!r}; available: {', '.join(available)}")
+    for field in GRID_GROUPS:
+        problem = unknown_plugin(field, getattr(config, field))
+        if problem:
+            raise UserError(problem)
 
 
 def check_config(config) -> None:
