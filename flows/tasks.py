@@ -205,19 +205,15 @@ def plot_alignment_offsets(offsets: pd.DataFrame | None, out_dir: Path) -> Path 
     return out_dir
 
 
-@task(name="log-plots", **LOGGING)
-def log_plots(run_id: str, plots_dir: Path | None) -> None:
-    """The run's figures folder as its ``plots/`` artifacts (nothing when None)."""
-    if plots_dir is not None:
-        tracking.log_folder(MlflowClient(), run_id, plots_dir, "plots")
-
-
 @task(name="log-results", **LOGGING)
-def log_results(run_id: str, evaluation: Evaluation, attention_dir: Path, extra: dict[str, float]) -> None:
-    """Test metrics, tables and the attention folder (heatmaps, weights.json) of the run."""
+def log_results(run_id: str, evaluation: Evaluation, attention_dir: Path, extra: dict[str, float], plots_dir: Path | None = None) -> None:
+    """Test metrics, tables, the attention folder (heatmaps, weights.json) and, when given, the
+    figures folder (``plots/``) of the run."""
     client = MlflowClient()
     tracking.log_evaluation(client, run_id, evaluation, extra)
     tracking.log_folder(client, run_id, attention_dir, "attention")
+    if plots_dir is not None:
+        tracking.log_folder(client, run_id, plots_dir, "plots")
 
 
 @task(name="register-model", **LOGGING)

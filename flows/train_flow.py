@@ -181,8 +181,7 @@ def _steps(
         "parameters": float(trained.parameters),
     }
     with watch("log"):
-        tasks.log_results(run_id, evaluation, attention, extra)
-        tasks.log_plots(run_id, plots)
+        tasks.log_results(run_id, evaluation, attention, extra, plots)
     examples = sources[:3] or evaluation.predictions["source"].head(1).tolist()
     with watch("register"):
         if register:
