@@ -14,10 +14,12 @@ from attnlab.sweep_attempts import ChildRun, Settlement, settle
 log = logging.getLogger("attnlab.sweep")
 
 
-def child_runs(client: MlflowClient, parent_run_id: str) -> list:
-    """Every child run of the sweep, whatever its status (children share the parent's experiment)."""
+def child_runs(client: MlflowClient, parent_run_id: str, status: str | None = None) -> list:
+    """The sweep's child runs, those with ``status`` when given (children share the parent's
+    experiment)."""
     experiment_id = client.get_run(parent_run_id).info.experiment_id
-    return client.search_runs([experiment_id], f"tags.mlflow.parentRunId = '{parent_run_id}'", max_results=10000)
+    query = f"tags.mlflow.parentRunId = '{parent_run_id}'" + (f" and attributes.status = '{status}'" if status else "")
+    return client.search_runs([experiment_id], query, max_results=10000)
 
 
 def combination(run) -> tuple:

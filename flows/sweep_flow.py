@@ -30,7 +30,7 @@ from attnlab.datasets import load_splits
 from attnlab.examples import pick_probe
 from attnlab.flows import store, tracking
 from attnlab.flows.flow_runs import ending_status, flow_run_tags, is_interrupt
-from attnlab.flows.sweep_attempts import settle_children
+from attnlab.flows.sweep_attempts import child_runs, settle_children
 from attnlab.flows.train_flow import dataset
 from attnlab.plots import save_figure
 
@@ -105,17 +105,10 @@ def _outcome(future, label: str, config: ExperimentConfig) -> dict[str, Any]:
         return {**base, "status": "FAILED", "error": error[:500]}
 
 
-def _running_children(client: MlflowClient, parent_run_id: str) -> list:
-    """The sweep's child runs still RUNNING (children share the parent's experiment)."""
-    experiment_id = client.get_run(parent_run_id).info.experiment_id
-    query = f"tags.mlflow.parentRunId = '{parent_run_id}' and attributes.status = 'RUNNING'"
-    return client.search_runs([experiment_id], query)
-
-
 def _running_line(client: MlflowClient, parent_run_id: str) -> str | None:
     """Where the runs in progress are, read from their MLflow runs (works for any runner)."""
     parts = []
-    for run in _running_children(client, parent_run_id):
+    for run in child_runs(client, parent_run_id, "RUNNING"):
         history = client.get_metric_history(run.info.run_id, "val_exact_match")
         epochs = run.data.params.get("epochs", "?")
         latest = max(history, key=lambda metric: metric.step, default=None)
@@ -215,7 +208,7 @@ def _stop_workers(grace: float = 5.0) -> None:
 
 def _kill_children(client: MlflowClient, parent_run_id: str) -> None:
     """End KILLED the child runs an interrupted sweep left RUNNING."""
-    for run in _running_children(client, parent_run_id):
+    for run in child_runs(client, parent_run_id, "RUNNING"):
         client.set_terminated(run.info.run_id, "KILLED")
 
 
