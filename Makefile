@@ -5,9 +5,13 @@ VENV ?= .venv
 # Elsewhere: make TORCH_INSTALL="torch --index-url https://download.pytorch.org/whl/cpu"
 TORCH_INSTALL ?= torch==2.13.0
 
-.PHONY: setup run test ui benchmarks clean
+.PHONY: setup browser run test ui benchmarks clean
 
-setup: $(VENV)/.installed
+setup: $(VENV)/.installed browser
+
+# Debian's chromium for the attention explorer's browser tests, when missing (a no-op when present).
+browser:
+	@scripts/install-chromium.sh
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
