@@ -22,7 +22,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator, ScalarFormatter
 
-from attnlab.plots import cjk_font_family, draw_attention
+from attnlab.plots import cjk_font_family, draw_attention, marker_legend
 
 Runs = Mapping[str, Sequence[dict[str, Any]]]
 
@@ -94,7 +94,9 @@ def learning_curves(runs: Runs) -> Figure:
 def attention_side_by_side(panels: Sequence[tuple[str, dict[str, Any] | None]], max_columns: int = 3) -> Figure:
     """One heatmap per ``(label, probe)``; a probe is a weights record of the train flow
     (``source_tokens``, ``output_tokens``, ``weights`` [Lt, Ls] or None, ``prediction``,
-    ``correct``). A combination without weights (scorer ``none``, or a failed run) gets a note."""
+    ``correct``, ``gold``: per output step the gold source indices, None or absent when unknown).
+    A combination without weights (scorer ``none``, or a failed run) gets a note. Each heatmap
+    dots its argmax per row and outlines the gold cells; one legend below the figure."""
     family = cjk_font_family()
     count = max(1, len(panels))
     cols = min(max_columns, count)
@@ -103,14 +105,16 @@ def attention_side_by_side(panels: Sequence[tuple[str, dict[str, Any] | None]], 
     cell = max(3.5, 0.16 * longest + 1.5)
     fig = _figure(cell * cols + 1.0, cell * rows)
     axes = list(np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).flat)
-    image = None
+    image, gold_shown = None, False
     for ax, (label, probe) in zip(axes, panels):
         if probe is None or probe.get("weights") is None:
             ax.set_axis_off()
             reason = "no run finished" if probe is None else "no attention weights (the decoder lives on the encoder summary)"
             ax.text(0.5, 0.5, f"{label}\n\n{reason}", ha="center", va="center", wrap=True)
             continue
-        image = draw_attention(ax, np.asarray(probe["weights"], dtype=float), probe["source_tokens"], probe["output_tokens"], family)
+        gold = probe.get("gold")
+        image = draw_attention(ax, np.asarray(probe["weights"], dtype=float), probe["source_tokens"], probe["output_tokens"], family, gold, legend=False)
+        gold_shown = gold_shown or gold is not None
         ax.tick_params(labelsize=6)
         mark = "right" if probe.get("correct") else "wrong"
         ax.set_title(f"{label} ({mark})", fontsize="medium")
@@ -118,6 +122,7 @@ def attention_side_by_side(panels: Sequence[tuple[str, dict[str, Any] | None]], 
         ax.remove()
     if image is not None:
         fig.colorbar(image, ax=[a for a in axes[: len(panels)]], shrink=0.6, label="attention weight")
+        marker_legend(fig, gold_shown)
     source = next((p["source"] for _, p in panels if p), None)
     if source is not None:
         fig.suptitle(f"attention on {source!r} (rows: output, columns: source)", fontfamily=family)

@@ -3,9 +3,12 @@ rows of the predictions table."""
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import pandas as pd
 
 from attnlab.data import Splits
+from attnlab.plugins import Example
 
 #: Rows of the sample-predictions table (wrong ones first).
 SAMPLE_ROWS = 200
@@ -27,6 +30,17 @@ def pick_probe(splits: Splits) -> tuple[list[str], int]:
     candidates = [example for example in splits.test if len(example.source) <= longest_train] or splits.test
     chosen = max(candidates, key=lambda example: len(example.source))
     return [chosen.source, chosen.target], longest_train
+
+
+def gold_alignments(examples: Sequence[Example], sources: Sequence[str], targets: Sequence[str]) -> list[list[list[int]] | None]:
+    """The gold alignment of each ``(source, target)`` pair, as lists (one list of source indices
+    per target character), taken from the first of ``examples`` with that source and target;
+    None for a pair not among them or an example without alignment."""
+    known: dict[tuple[str, str], list[list[int]] | None] = {}
+    for example in examples:
+        alignment = None if example.alignment is None else [list(map(int, step)) for step in example.alignment]
+        known.setdefault((example.source, example.target), alignment)
+    return [known.get((source, target)) for source, target in zip(sources, targets)]
 
 
 def sample_predictions(predictions: pd.DataFrame, rows: int = SAMPLE_ROWS) -> pd.DataFrame:

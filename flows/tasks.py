@@ -27,6 +27,7 @@ from attnlab.cache import cache_root
 from attnlab.config import ExperimentConfig
 from attnlab.datasets import load_splits, save_splits
 from attnlab.evaluate import Evaluation, evaluate
+from attnlab.examples import gold_alignments
 from attnlab.experiment import prepare_data, train_model
 from attnlab.flows import model_registry, promotion, store, tracking
 from attnlab.flows.benchmark_store import Benchmark, ensure_benchmark
@@ -163,14 +164,18 @@ def evaluate_bundle(bundle: Path, data: Path, beam_size: int, device: str = "cpu
 
 
 @task(name="plot-attention", cache_policy=NO_CACHE)
-def plot_attention(bundle: Path, sources: list[str], targets: list[str], out_dir: Path) -> Path:
+def plot_attention(bundle: Path, sources: list[str], targets: list[str], out_dir: Path, data: Path | None = None) -> Path:
     """Heatmaps (PNG; one per head as well for a multi-head scorer) of the bundled model's
-    attention on ``sources`` and ``weights.json`` with the raw weights and their tokens."""
+    attention on ``sources`` and ``weights.json`` with the raw weights, their tokens and the gold
+    alignment (``gold``, from the test split of the data file ``data``; null when unknown),
+    which the heatmaps outline."""
     config, task_plugin, model = load_bundle(bundle)
     test_task = build_task(config, split="test") if config.test_task_options else None  # test examples may be longer
+    golds = gold_alignments(load_splits(data).test, sources, targets) if data is not None else [None] * len(sources)
     out_dir.mkdir(parents=True, exist_ok=True)
     records = []
-    for index, (p, target) in enumerate(zip(predict(model, task_plugin, sources, test_task=test_task), targets)):
+    predictions = predict(model, task_plugin, sources, test_task=test_task)
+    for index, (p, target, gold) in enumerate(zip(predictions, targets, golds)):
         records.append(
             {
                 "source": p.source,
@@ -181,14 +186,15 @@ def plot_attention(bundle: Path, sources: list[str], targets: list[str], out_dir
                 "output_tokens": p.output_tokens,
                 "weights": p.weights,
                 "head_weights": p.head_weights,
+                "gold": gold,
             }
         )
         mark = "right" if p.output == target else "wrong"
         title = f"{p.source} -> {p.output} ({mark})"
         if p.weights is not None:
-            save_figure(attention_heatmap(p.weights, p.source_tokens, p.output_tokens, title), out_dir / f"example_{index}.png")
+            save_figure(attention_heatmap(p.weights, p.source_tokens, p.output_tokens, title, gold), out_dir / f"example_{index}.png")
         if p.head_weights is not None:
-            figure = head_heatmaps(p.head_weights, p.source_tokens, p.output_tokens, title)
+            figure = head_heatmaps(p.head_weights, p.source_tokens, p.output_tokens, title, gold)
             save_figure(figure, out_dir / f"example_{index}_heads.png")
     (out_dir / "weights.json").write_text(json.dumps(records, ensure_ascii=False))
     return out_dir

@@ -172,7 +172,7 @@ def _steps(
         sources, targets = pick_examples(evaluation.predictions)
         if probe:
             sources, targets = [probe[0], *sources], [probe[1], *targets]
-        attention = tasks.plot_attention(trained.bundle, sources, targets, workdir / "attention")
+        attention = tasks.plot_attention(trained.bundle, sources, targets, workdir / "attention", data)
         plots = tasks.plot_alignment_offsets(evaluation.alignment_offsets, workdir / "plots")
     extra = {
         "epochs_trained": float(len(trained.history)),

@@ -40,6 +40,21 @@ def test_plot_attention_draws_every_head_of_a_multihead_model(tmp_path):
     assert len(heads) == 4 and len(heads[0]) == len(records[0]["output_tokens"])
 
 
+def test_plot_attention_records_the_gold_of_test_examples(tmp_path):
+    from attnlab.data import Splits
+    from attnlab.datasets import save_splits
+    from attnlab.plugins import Example
+
+    gold = ((6,), (7,), (8,), (9,), (), (3,), (4,), (), (0,), (1,), ())
+    test = [Example(SOURCES[0], TARGETS[0], gold)]  # SOURCES[1] is not a test example
+    data = save_splits(tmp_path / "data.json", Splits(train=[], validation=[], test=test))
+    out = tasks.plot_attention.fn(_bundle(tmp_path, "dot"), SOURCES, TARGETS, tmp_path / "plots", data)
+    records = json.loads((out / "weights.json").read_text())
+    assert records[0]["gold"] == [list(step) for step in gold] and records[1]["gold"] is None
+    without = tasks.plot_attention.fn(_bundle(tmp_path, "dot"), SOURCES, TARGETS, tmp_path / "again")
+    assert [r["gold"] for r in json.loads((without / "weights.json").read_text())] == [None, None]
+
+
 def test_plot_attention_without_attention_keeps_the_records(tmp_path):
     out = tasks.plot_attention.fn(_bundle(tmp_path, "none"), SOURCES, TARGETS, tmp_path / "plots")
     assert list(out.glob("*.png")) == []
