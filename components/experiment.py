@@ -15,7 +15,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from attnlab.config import ExperimentConfig
 from attnlab.data import Splits, encode_examples, make_splits
@@ -53,9 +53,14 @@ def train_model(
     on_epoch: EpochCallback | None = None,
     checkpoint: Path | None = None,
     on_step: StepCallback | None = None,
+    on_model: Callable[[Seq2Seq], None] | None = None,
 ) -> tuple[Seq2Seq, TrainResult]:
-    """Build the configured model on its device and train it on ``splits``."""
+    """Build the configured model on its device and train it on ``splits``. ``on_model`` is
+    handed the model once built, before training (e.g. to look at it after every epoch, as
+    :class:`attnlab.explorer_data.SnapshotRecorder` does)."""
     model = build_model(config, task).to(config.torch_device())
+    if on_model is not None:
+        on_model(model)
     encode = lambda examples: encode_examples(examples, model.src_vocab, model.tgt_vocab)  # noqa: E731
     result = train(
         model, encode(splits.train), encode(splits.validation), config, on_epoch=on_epoch, checkpoint=checkpoint, on_step=on_step

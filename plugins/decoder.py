@@ -16,9 +16,12 @@ A decoder plugin subclasses :class:`Decoder` and is registered under ``attnlab.d
   one step; logits are unnormalised, the attention's weights [B, 1, Ls] or None (the ``none``
   scorer).
 - **forward(tgt_in [B, Lt], memory, src_mask, need_weights=True) -> DecoderOutput(logits [B, Lt,
-  V], weights [B, Lt, Ls] or None, head_weights)**: teacher forcing, ``tgt_in`` = SOS then the
-  target without EOS. The default runs :meth:`Decoder.step`; an override must give the same
-  logits as the steps, with or without weights.
+  V], weights [B, Lt, Ls] or None, head_weights, layer_weights)**: teacher forcing, ``tgt_in`` =
+  SOS then the target without EOS. The default runs :meth:`Decoder.step`; an override must give
+  the same logits as the steps, with or without weights. A decoder with several attention
+  layers may report each layer's weights as ``layer_weights`` [B, layers, Lt, Ls] (optional,
+  default None; the attention explorer shows one view per layer); ``weights`` stays the weights
+  the decoder reports as its own (the built-in transformer: those of its last layer).
 - **Checks**: every model built probes its decoder over the encoder's probe output;
   ``attnlab plugins --check`` and ``attnlab.testing.check_decoder(MyDecoder)`` run the same checks
   (with the ``general`` scorer and with ``none``).
@@ -45,11 +48,14 @@ State = tuple[Tensor, ...]
 
 
 class DecoderOutput(NamedTuple):
-    """logits: [B, Lt, V]; weights: [B, Lt, Ls] or None; head_weights: [B, H, Lt, Ls] or None."""
+    """logits: [B, Lt, V]; weights: [B, Lt, Ls] or None; head_weights: [B, H, Lt, Ls] or None;
+    layer_weights: [B, layers, Lt, Ls], each attention layer's weights, or None (a decoder with
+    one attention layer, or one that does not report them)."""
 
     logits: Tensor
     weights: Tensor | None
     head_weights: Tensor | None = None
+    layer_weights: Tensor | None = None
 
 
 class Decoder(nn.Module):

@@ -197,7 +197,8 @@ class TransformerDecoder(Decoder):
     """Transformer decoder: masked self-attention plus cross-attention through the chosen scorer.
 
     The encoder summary is added to every input position, so the ``none`` scorer still has the
-    source's fixed-size summary. Reported weights are those of the last layer.
+    source's fixed-size summary. Reported weights (and a multi-head scorer's head weights) are
+    those of the last layer; ``layer_weights`` [B, layers, Lt, Ls] has every layer's.
 
     Options:
         layers: number of layers (default 2).
@@ -241,28 +242,33 @@ class TransformerDecoder(Decoder):
 
     def _run(
         self, tgt_in: Tensor, memory: EncoderOutput, src_mask: Tensor, need_weights: bool
-    ) -> tuple[Tensor, AttentionOutput]:
-        """tgt_in [B, Lt] -> logits [B, Lt, V] and the last layer's cross-attention."""
+    ) -> tuple[Tensor, list[AttentionOutput]]:
+        """tgt_in [B, Lt] -> logits [B, Lt, V] and every layer's cross-attention, first to last."""
         length = tgt_in.shape[1]
         if length > self.max_length:
             raise ValueError(f"target length {length} exceeds this decoder's max_length {self.max_length}")
         x = self.project(self.embedding(tgt_in)) + self.positions[:length]
         x = x + self.summary_proj(memory.summary).unsqueeze(1)
         causal = torch.ones(length, length, dtype=torch.bool, device=tgt_in.device).triu(1)
+        attns = []
         for layer in self.layers:
             x, attn = layer(x, causal, memory.outputs, src_mask, need_weights)
-        return self.out(self.norm(x)), attn
+            attns.append(attn)
+        return self.out(self.norm(x)), attns
 
     def forward(self, tgt_in, memory, src_mask, need_weights=True) -> DecoderOutput:
-        logits, attn = self._run(tgt_in, memory, src_mask, need_weights)
-        return DecoderOutput(logits, attn.weights, attn.head_weights)
+        logits, attns = self._run(tgt_in, memory, src_mask, need_weights)
+        last = attns[-1]
+        layers = None if last.weights is None else torch.stack([attn.weights for attn in attns], dim=1)
+        return DecoderOutput(logits, last.weights, last.head_weights, layers)
 
     def start(self, memory: EncoderOutput, src_mask: Tensor) -> State:
         return (memory.summary.new_zeros(memory.summary.shape[0], 0, dtype=torch.long),)
 
     def step(self, tokens, state, memory, src_mask):
         prefix = torch.cat([state[0], tokens.unsqueeze(1)], dim=1)  # [B, t + 1]
-        logits, attn = self._run(prefix, memory, src_mask, need_weights=True)
+        logits, attns = self._run(prefix, memory, src_mask, need_weights=True)
+        attn = attns[-1]
         last = AttentionOutput(
             attn.context[:, -1:],
             None if attn.weights is None else attn.weights[:, -1:],

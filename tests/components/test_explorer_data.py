@@ -1,0 +1,222 @@
+"""The explorer's documents: views of every kind from one teacher-forced pass (equal to what
+greedy decoding used), wrong examples first with a cap and a note, snapshots per epoch, the
+sweep's shared inputs."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+import torch
+
+from attnlab.config import ExperimentConfig
+from attnlab.data import make_splits
+from attnlab.experiment import train_model
+from attnlab.explorer_data import (
+    SnapshotRecorder,
+    inputs_document,
+    model_views,
+    run_document,
+    run_examples,
+    sample_note,
+    sweep_document,
+    views_of,
+)
+from attnlab.model import build_model, build_task
+from attnlab.plugins import Example
+from attnlab.predict import predict
+
+TINY = dict(hidden_size=16, embedding_dim=8)
+DATES = ["25-12-2023", "01-02-2003", "07-08-2009"]
+DIGITS = ["12345", "987", "4455667"]  # reversal: sources of different lengths, padded in one batch
+
+
+def tiny(**fields):
+    config = ExperimentConfig(**{**TINY, **fields})
+    task = build_task(config)
+    return config, task, build_model(config, task)
+
+
+def examples(task, count: int, seed: int = 3) -> list[Example]:
+    return [task.sample(random.Random(seed + i)) for i in range(count)]
+
+
+def close(shown, expected) -> None:
+    """Equal up to the 4 decimals the documents keep."""
+    torch.testing.assert_close(torch.tensor(shown), torch.tensor(expected), atol=1e-4, rtol=0)
+
+
+def check_matrix(matrix, rows: int, cols: int) -> None:
+    assert len(matrix) == rows and all(len(row) == cols for row in matrix)
+    assert all(abs(sum(row) - 1) < 1e-3 and min(row) >= 0 for row in matrix)
+
+
+@pytest.mark.parametrize(
+    "fields,views",
+    [
+        (dict(), ["average"]),
+        (dict(scorer="multihead", scorer_options={"heads": 2}), ["average", "head 1", "head 2"]),
+        (
+            dict(scorer="multihead", scorer_options={"heads": 2}, decoder="transformer", decoder_options={"layers": 2, "heads": 2}),
+            ["average", "head 1", "head 2", "layer 1", "layer 2"],
+        ),
+        (dict(decoder="transformer", decoder_options={"layers": 1, "heads": 2}), ["average"]),  # one layer: the average itself
+    ],
+)
+def test_every_view_has_one_row_per_output_token_and_one_column_per_source_token(fields, views):
+    _, task, model = tiny(**fields)
+    shown = model_views(model, examples(task, 3) + DATES[:1])
+    assert views_of(shown) == views
+    for example in shown:
+        assert list(example["weights"]) == views
+        for matrix in example["weights"].values():
+            check_matrix(matrix, len(example["output_tokens"]), len(example["source_tokens"]))
+    if "layer 2" in views:
+        for example in shown:  # the decoder's reported weights are its last layer's
+            assert example["weights"]["layer 2"] == example["weights"]["average"]
+            assert example["weights"]["layer 1"] != example["weights"]["average"]
+
+
+def test_a_model_without_attention_has_no_views():
+    _, task, model = tiny(scorer="none")
+    shown = model_views(model, examples(task, 2))
+    assert views_of(shown) == [] and all(example["weights"] == {} for example in shown)
+    recorder = SnapshotRecorder(examples(task, 2))
+    recorder.watch(model)
+    recorder.record(1)
+    assert recorder.snapshots() is None
+
+
+@pytest.mark.parametrize(
+    "fields,sources",
+    [
+        (dict(), DATES),  # gru encoder, rnn decoder, scaled_dot: the fused steps
+        (dict(task="reverse"), DIGITS),
+        (dict(task="reverse", scorer="additive", decoder_options={"cell": "lstm"}), DIGITS),
+        (dict(scorer="multihead", scorer_options={"heads": 2}, decoder="transformer", decoder_options={"layers": 2, "heads": 2}), DATES),
+        (dict(task="reverse", encoder="transformer", decoder="transformer", decoder_options={"heads": 2}, encoder_options={"heads": 2}), DIGITS),
+    ],
+)
+def test_the_teacher_forced_pass_gives_the_weights_greedy_decoding_used(fields, sources):
+    _, task, model = tiny(**fields)
+    predicted = predict(model, task, sources)
+    shown = model_views(model, sources)
+    for p, example in zip(predicted, shown):
+        assert example["output_tokens"] == p.output_tokens and example["source_tokens"] == p.source_tokens
+        assert example["target"] is None and example["correct"] is None and example["gold"] is None
+        close(example["weights"]["average"], p.weights)
+        if p.head_weights is not None:
+            for h, heads in enumerate(p.head_weights):
+                close(example["weights"][f"head {h + 1}"], heads)
+
+
+def test_examples_carry_their_target_and_gold_cut_to_the_output():
+    _, task, model = tiny()
+    chosen = examples(task, 4)
+    for example, shown in zip(chosen, model_views(model, chosen)):
+        output = "".join(t for t in shown["output_tokens"] if t != "<eos>")
+        assert shown["target"] == example.target and shown["correct"] == (output == example.target)
+        steps = min(len(example.alignment), len(shown["output_tokens"]))
+        assert shown["gold"] == [list(g) for g in example.alignment[:steps]]
+
+
+def crafted(task, model, count: int, right: set[int]) -> list[Example]:
+    """Test examples of which exactly those at ``right`` are answered right by ``model``: their
+    target is set to the model's own output."""
+    chosen = examples(task, count)
+    outputs = ["".join(t for t in v["output_tokens"] if t != "<eos>") for v in model_views(model, chosen)]
+    assert all(out != ex.target for out, ex in zip(outputs, chosen))  # an untrained model gets none right
+    return [Example(ex.source, out, None) if i in right else ex for i, (ex, out) in enumerate(zip(chosen, outputs))]
+
+
+def test_wrong_examples_come_first_then_right_ones_capped_with_a_note():
+    _, task, model = tiny()
+    tests = crafted(task, model, 8, right={0, 2, 5, 6})
+    shown, note = run_examples(model, tests, limit=6)
+    order = [tests.index(next(ex for ex in tests if ex.source == "".join(s["source_tokens"]))) for s in shown]
+    assert order == [1, 3, 4, 7, 0, 2]
+    assert [s["correct"] for s in shown] == [False] * 4 + [True] * 2
+    assert note == "6 of 8 test examples: every wrong one (4), then right ones in test order"
+    shown, note = run_examples(model, tests, limit=3)
+    assert [s["correct"] for s in shown] == [False] * 3
+    assert note == "3 of 8 test examples: the first 3 of the 4 wrong ones, in test order"
+    shown, note = run_examples(model, tests)
+    assert len(shown) == 8 and note == "all 8 test examples (4 wrong), wrong ones first"
+
+
+def test_sample_notes():
+    assert sample_note(1000, 12, 200) == "200 of 1,000 test examples: every wrong one (12), then right ones in test order"
+    assert sample_note(50, 1, 50) == "all 50 test examples (1 wrong), wrong ones first"
+
+
+def test_snapshots_after_every_epoch_leave_training_as_it_was():
+    config = ExperimentConfig(**TINY, train_size=200, validation_size=30, test_size=10, epochs=3, target_exact_match=None)
+    task = build_task(config)
+    splits = make_splits(task, (200, 30, 10), 0)
+    recorder = SnapshotRecorder(splits.validation[:3])
+    _, watched = train_model(config, task, splits, on_epoch=lambda m: recorder.record(int(m["epoch"])), on_model=recorder.watch)
+    _, plain = train_model(config, task, splits)
+    assert [h["train_loss"] for h in watched.history] == [h["train_loss"] for h in plain.history]
+    assert [h["val_loss"] for h in watched.history] == [h["val_loss"] for h in plain.history]
+    snapshots = recorder.snapshots()
+    assert snapshots["epochs"] == [1, 2, 3]
+    assert len(snapshots["examples"]) == 3
+    for probe, entry in zip(splits.validation[:3], snapshots["examples"]):
+        assert entry["source_tokens"] == list(probe.source)
+        assert entry["output_tokens"] == [*probe.target, "<eos>"]
+        assert entry["gold"] == [list(g) for g in probe.alignment]
+        assert len(entry["weights"]) == 3
+        for matrix in entry["weights"]:
+            check_matrix(matrix, len(probe.target) + 1, len(probe.source))
+        assert entry["weights"][0] != entry["weights"][-1]  # training moved the attention
+    assert recorder.seconds > 0
+
+
+def test_recording_keeps_the_model_mode():
+    _, task, model = tiny()
+    recorder = SnapshotRecorder(examples(task, 2))
+    recorder.watch(model.train())
+    recorder.record(1)
+    assert model.training
+    with pytest.raises(RuntimeError, match="watch"):
+        SnapshotRecorder(examples(task, 1)).record(1)
+
+
+def test_documents_are_json_and_pass_the_page_checks():
+    explorer = pytest.importorskip("attnlab.explorer")
+    config, task, model = tiny(scorer="multihead", scorer_options={"heads": 2})
+    recorder = SnapshotRecorder(examples(task, 3))
+    recorder.watch(model)
+    recorder.record(1)
+    metrics = {"test_exact_match": 0.5, "test_alignment_accuracy": float("nan")}
+    run = run_document(model, examples(task, 5), "multihead-gru-rnn-seed0", "date task", metrics, recorder.snapshots())
+    assert run["title"] == "attnlab run multihead-gru-rnn-seed0"
+    assert run["models"][0]["metrics"] == {"exact_match": 0.5}  # NaN left out
+    given = inputs_document(model, ["25-12-2023"], "models:/attnlab-date/1")
+    for document in (run, given):
+        json.dumps(document, allow_nan=False)
+        assert 'id="explorer-data"' in explorer.explorer_html(document)
+    assert given["models"][0]["examples"][0]["gold"] is None and given["models"][0]["snapshots"] is None
+
+
+def test_a_sweep_page_shows_every_model_on_the_same_inputs_most_missed_first():
+    _, task, first = tiny()
+    _, _, second = tiny(scorer="additive")
+    tests = crafted(task, first, 4, right={0, 1})
+    sources = [ex.source for ex in tests]
+    models = [
+        {"name": name, "metrics": {}, "views": ["average"], "examples": model_views(model, sources), "snapshots": None}
+        for name, model in (("scaled_dot seed 0", first), ("additive seed 0", second))
+    ]
+    document = sweep_document("attnlab sweep", models, tests, note="4 test examples")
+    # first model: 0 and 1 right; second model: all wrong -> examples 2, 3 (missed twice) first.
+    for entry in document["models"]:
+        assert ["".join(e["source_tokens"]) for e in entry["examples"]] == [sources[i] for i in (2, 3, 0, 1)]
+        assert all(e["target"] == tests[i].target for e, i in zip(entry["examples"], (2, 3, 0, 1)))
+    assert [e["correct"] for e in document["models"][0]["examples"]] == [False, False, True, True]
+    assert [e["correct"] for e in document["models"][1]["examples"]] == [False] * 4
+    with pytest.raises(ValueError, match="other sources"):
+        sweep_document("attnlab sweep", models, tests[:3])
+    explorer = pytest.importorskip("attnlab.explorer")
+    explorer.explorer_html(document)
