@@ -1,0 +1,333 @@
+"""The attention explorer page in a real headless Chromium (Debian's `chromium`, driven by
+Playwright's Python package; never a downloaded browser).
+
+The page is written by attnlab.explorer.write_explorer from a hand-made document (three models:
+two heads and their average, one view, no attention; four examples, the wrong one first;
+snapshots over three epochs with different weights) and opened as a file:// URL. Every expected
+number comes from that document. Skipped when chromium or playwright is missing, except under
+CI (env CI set), where that is a failure: CI installs both (make setup).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from attnlab.explorer import write_explorer
+from explorer_documents import date_document
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]  # fmt: skip
+# The last source is long: at 200% zoom its tokens must wrap and its grid scroll.
+SOURCES = ["25-12-2023", "01/02/1999", "7 Mar 2010", "2000.11.30", "Saturday, the fourth of July, 1987"]
+OUTPUTS = ["2023年12月52日", "1999年2月1日", "2010年3月7日", "2000年11月30日", "1987年7月4日"]
+TARGETS = ["2023年12月25日", "1999年2月1日", "2010年3月7日", "2000年11月30日", "1987年7月4日"]
+LONG = 4
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}: CI must run the explorer's browser tests (make setup installs chromium and playwright)")
+    pytest.skip(f"{reason}: the explorer's browser tests need it (make setup installs it)")
+
+
+def weights(rng: random.Random, rows: int, cols: int) -> list[list[float]]:
+    """[rows, cols] rows of 3-decimal weights summing to about 1, each with one clear maximum
+    placed at a random column (so no two views or epochs share their argmaxes by design)."""
+    matrix = []
+    for _ in range(rows):
+        row = [round(rng.uniform(0.0, 0.08), 3) for _ in range(cols)]
+        row[rng.randrange(cols)] = round(rng.uniform(0.3, 0.7), 3)
+        matrix.append(row)
+    return matrix
+
+
+def document() -> dict:
+    rng = random.Random(7)
+
+    def examples(views: list[str], outputs: list[str], correct: list[bool]) -> list[dict]:
+        out = []
+        for source, output, target, right in zip(SOURCES, outputs, TARGETS, correct):
+            s, o = list(source), list(output) + ["<eos>"]
+            gold = [[min(i, len(s) - 1)] if ch.isdigit() else [] for i, ch in enumerate(output)]
+            out.append({"source_tokens": s, "output_tokens": o, "target": target, "correct": right, "gold": gold,
+                        "weights": {v: weights(rng, len(o), len(s)) for v in views}})  # fmt: skip
+        return out
+
+    def snapshots(epochs: int) -> dict:
+        probes = []
+        for source, target in zip(SOURCES[1:3], TARGETS[1:3]):
+            s, o = list(source), list(target) + ["<eos>"]
+            probes.append({"source_tokens": s, "output_tokens": o, "gold": None,
+                           "weights": [weights(rng, len(o), len(s)) for _ in range(epochs)]})  # fmt: skip
+        return {"epochs": list(range(1, epochs + 1)), "examples": probes}
+
+    heads = ["average", "head 1", "head 2"]
+    wrong_first = [False] + [True] * 4
+    return {
+        "version": 1,
+        "title": "attnlab sweep browser-test",
+        "subtitle": "date task, three scorers",
+        "note": "5 test examples: every wrong one, then right ones",
+        "models": [
+            {"name": "multihead", "metrics": {"exact_match": 0.75}, "views": heads,
+             "examples": examples(heads, OUTPUTS, wrong_first), "snapshots": snapshots(3)},
+            {"name": "additive", "metrics": {"exact_match": 1.0}, "views": ["average"],
+             "examples": examples(["average"], TARGETS, [True] * 5), "snapshots": snapshots(3)},
+            {"name": "none", "metrics": {"exact_match": 0.5}, "views": [],
+             "examples": examples([], OUTPUTS[:2] + TARGETS[2:], [False] + [True] * 4), "snapshots": None},
+        ],
+    }  # fmt: skip
+
+
+DOCUMENT = document()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("playwright is not installed")
+    executable = shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(executable).exists():
+        _unavailable("chromium is not installed")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory) -> str:
+    return write_explorer(DOCUMENT, tmp_path_factory.mktemp("explorer") / "explorer.html").as_uri()
+
+
+@pytest.fixture
+def page(browser, url):
+    """The page opened at 1280x900 and drawn; fails the test on any console error, page error or
+    request that leaves the file."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    page.on("request", lambda r: problems.append(f"request: {r.url}") if not r.url.startswith("file:") else None)
+    page.goto(url)
+    page.wait_for_selector("body[data-ready]")
+    yield page
+    context.close()
+    assert problems == []
+
+
+def alpha(page, selector: str) -> list[float | None]:
+    """Inline background alpha of every element matching ``selector`` (None: no inline colour)."""
+    return page.eval_on_selector_all(selector, """nodes => nodes.map(n => {
+        const c = n.style.backgroundColor;
+        if (!c) return null;
+        const parts = c.match(/[\\d.]+/g).map(Number);
+        return parts.length === 4 ? parts[3] : 1;
+    })""")
+
+
+def indexes(page, selector: str) -> list[int]:
+    return page.eval_on_selector_all(selector, "nodes => nodes.map(n => Number(n.dataset.index))")
+
+
+def cells(page, testid: str) -> list[list[float]]:
+    """The [Lt, Ls] matrix a grid shows, from its cells' data-row/data-col/data-weight."""
+    found = page.eval_on_selector_all(f'[data-testid="{testid}"]', "ns => ns.map(n => [+n.dataset.row, +n.dataset.col, +n.dataset.weight])")
+    rows = max(r for r, _, _ in found) + 1
+    cols = max(c for _, c, _ in found) + 1
+    matrix = [[None] * cols for _ in range(rows)]
+    for r, c, w in found:
+        matrix[r][c] = w
+    return matrix
+
+
+def argmax(values: list[float]) -> int:
+    return max(range(len(values)), key=lambda i: (values[i], -i))
+
+
+def test_page_loads_without_errors_and_reports_its_load_time(page):
+    timing = page.evaluate("""() => {
+        const nav = performance.getEntriesByType('navigation')[0];
+        return {load: nav.loadEventEnd, render: window.explorerRenderMs};
+    }""")
+    print(f"explorer page (hand-made, 3 models x 5 examples): loaded in {timing['load']:.0f} ms, drawn in {timing['render']:.0f} ms")
+    assert page.title() == DOCUMENT["title"]
+    assert page.locator('[data-testid="example-item"]').count() == 5
+
+
+def test_a_default_sized_page_loads(browser, tmp_path):
+    """The page of a default-sized run (200 examples, 5 views, 3 probes x 10 epochs): load time
+    printed, not asserted (the machine is shared); checked: it draws without errors."""
+    path = write_explorer(date_document(), tmp_path / "explorer.html")
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto(path.as_uri())
+    page.wait_for_selector("body[data-ready]")
+    timing = page.evaluate("({load: performance.getEntriesByType('navigation')[0].loadEventEnd, render: window.explorerRenderMs})")
+    size = path.stat().st_size
+    print(f"explorer page of a default-sized run ({size / 1e6:.2f} MB): loaded in {timing['load']:.0f} ms, drawn in {timing['render']:.0f} ms")
+    assert page.locator('[data-testid="example-item"]').count() == 200
+    page.close()
+    assert errors == []
+
+
+def test_wrong_examples_come_first_and_are_marked(page):
+    items = page.locator('[data-testid="example-item"]')
+    assert "wrong" in items.nth(0).get_attribute("class") and "\u2717" in items.nth(0).inner_text()
+    assert "wrong" not in (items.nth(1).get_attribute("class") or "")
+    assert page.locator('[data-testid="example-list"] [aria-selected="true"]').get_attribute("data-index") == "0"
+
+
+def test_hovering_an_output_token_shades_the_sources_by_weight_and_marks_the_argmax(page):
+    example = DOCUMENT["models"][0]["examples"][0]
+    for row, weights in enumerate(example["weights"]["average"]):
+        page.hover(f'[data-testid="output-token"][data-index="{row}"]')
+        assert indexes(page, '[data-testid="source-token"].top') == [argmax(weights)]
+        assert alpha(page, '[data-testid="source-token"]') == pytest.approx(weights, abs=0.006)
+        assert alpha(page, '[data-testid="output-token"]') == [None] * len(example["output_tokens"])
+
+
+def test_hovering_a_source_token_shades_the_outputs_that_read_it(page):
+    matrix = DOCUMENT["models"][0]["examples"][0]["weights"]["average"]
+    for col in (0, 4, 9):
+        page.hover(f'[data-testid="source-token"][data-index="{col}"]')
+        column = [row[col] for row in matrix]
+        assert indexes(page, '[data-testid="output-token"].top') == [argmax(column)]
+        assert alpha(page, '[data-testid="output-token"]') == pytest.approx(column, abs=0.006)
+
+
+def test_the_grid_shows_the_weights_with_gold_outlined_and_the_argmax_dotted(page):
+    example = DOCUMENT["models"][0]["examples"][0]
+    assert cells(page, "grid-cell") == example["weights"]["average"]
+    argmaxes = page.eval_on_selector_all('[data-testid="grid-cell"].argmax', "ns => ns.map(n => [+n.dataset.row, +n.dataset.col])")
+    assert argmaxes == [[r, argmax(row)] for r, row in enumerate(example["weights"]["average"])]
+    golds = page.eval_on_selector_all('[data-testid="grid-cell"].gold', "ns => ns.map(n => [+n.dataset.row, +n.dataset.col])")
+    assert golds == [[r, c] for r, positions in enumerate(example["gold"]) for c in positions]
+    assert page.locator(".legend").inner_text().count("\n") >= 2  # weight ramp, gold, argmax
+
+
+def test_the_view_selector_switches_heads(page):
+    example = DOCUMENT["models"][0]["examples"][0]
+    assert page.eval_on_selector_all('[data-testid="view-select"] option', "ns => ns.map(n => n.value)") == ["average", "head 1", "head 2"]
+    for view in ("head 2", "head 1", "average"):
+        page.select_option('[data-testid="view-select"]', view)
+        assert cells(page, "grid-cell") == example["weights"][view]
+        page.hover('[data-testid="output-token"][data-index="3"]')
+        assert indexes(page, '[data-testid="source-token"].top') == [argmax(example["weights"][view][3])]
+
+
+def test_the_epoch_slider_redraws_the_snapshot_with_that_epochs_weights(page):
+    probes = DOCUMENT["models"][0]["snapshots"]["examples"]
+    assert cells(page, "snapshot-cell") == probes[0]["weights"][-1]  # opens on the last epoch
+    slider = page.locator('[data-testid="epoch-slider"]')
+    slider.focus()
+    page.keyboard.press("Home")
+    assert cells(page, "snapshot-cell") == probes[0]["weights"][0]
+    assert "epoch 1" in page.locator('[data-testid="epoch-label"]').inner_text()
+    page.keyboard.press("ArrowRight")
+    assert cells(page, "snapshot-cell") == probes[0]["weights"][1]
+    page.select_option('[data-testid="probe-select"]', "1")
+    assert cells(page, "snapshot-cell") == probes[1]["weights"][1]
+
+
+def test_the_model_selector_switches_model_keeping_the_input(page):
+    page.locator('[data-testid="example-item"]').nth(2).click()
+    page.select_option('[data-testid="model-select"]', "1")
+    additive = DOCUMENT["models"][1]
+    assert page.locator('[data-testid="view-select"]').is_hidden()  # one view only
+    assert cells(page, "grid-cell") == additive["examples"][2]["weights"]["average"]
+    assert cells(page, "snapshot-cell") == additive["snapshots"]["examples"][0]["weights"][-1]
+    assert "\u2717" not in page.locator('[data-testid="example-list"]').inner_text()  # every one right
+    page.select_option('[data-testid="model-select"]', "2")
+    assert page.locator('[data-testid="no-weights"]').inner_text() == "this model has no attention weights"
+    assert page.locator('[data-testid="grid-cell"]').count() == 0 and page.locator("#snapshots").is_hidden()
+    outputs = page.eval_on_selector_all('[data-testid="output-token"]', "ns => ns.map(n => n.textContent)")
+    assert outputs == DOCUMENT["models"][2]["examples"][2]["output_tokens"]
+
+
+def test_the_search_box_filters_the_list(page):
+    search = page.locator('[data-testid="search"]')
+    visible = '[data-testid="example-item"]:visible'
+    search.fill("1999")
+    assert indexes(page, visible) == [1]
+    search.fill("年11月")  # output text
+    assert indexes(page, visible) == [3]
+    search.fill("25日")  # the wrong one's target, not its output
+    assert indexes(page, visible) == [0]
+    search.fill("no such date")
+    assert indexes(page, visible) == []
+    search.fill("")
+    assert indexes(page, visible) == [0, 1, 2, 3, 4]
+    page.check('[data-testid="wrong-only"]')
+    assert indexes(page, visible) == [0]
+
+
+def test_the_keyboard_reaches_the_controls_list_and_tokens_and_enter_chooses(page):
+    reached = []
+    for _ in range(40):
+        page.keyboard.press("Tab")
+        testid = page.evaluate("document.activeElement.dataset.testid || document.activeElement.id")
+        reached.append(testid)
+        if testid == "output-token":
+            break
+    for hook in ("model-select", "view-select", "search", "example-item", "source-token", "output-token"):
+        assert hook in reached, reached
+    assert reached.count("example-item") == 1, reached  # the list is one tab stop; arrows move in it
+    # Focus highlights as hover does: the focused output token's argmax source is marked.
+    weights = DOCUMENT["models"][0]["examples"][0]["weights"]["average"][0]
+    assert indexes(page, '[data-testid="source-token"].top') == [argmax(weights)]
+    page.locator('[data-testid="example-item"][tabindex="0"]').focus()
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    assert page.evaluate("document.activeElement.dataset.index") == "2"
+    assert page.locator('[aria-selected="true"]').get_attribute("data-index") == "0"  # moving is not choosing
+    page.keyboard.press("Enter")
+    assert page.locator('[aria-selected="true"]').get_attribute("data-index") == "2"
+    sources = page.eval_on_selector_all('[data-testid="source-token"]', "ns => ns.map(n => n.textContent)")
+    assert sources == [t if t != " " else "\u2423" for t in DOCUMENT["models"][0]["examples"][2]["source_tokens"]]
+
+
+# Every token, and every cell of both grids, sits in no box that hides an overflow it has (such a
+# box scrolls only by script), can be brought into view and is the element found at its centre.
+REACHABLE = """sel => Array.from(document.querySelectorAll(sel)).filter(n => {
+    for (let a = n.parentElement; a; a = a.parentElement) {
+        const s = getComputedStyle(a);
+        if (/hidden|clip/.test(s.overflowX) && a.scrollWidth > a.clientWidth + 1) return true;
+        if (/hidden|clip/.test(s.overflowY) && a.scrollHeight > a.clientHeight + 1) return true;
+    }
+    n.scrollIntoView({block: 'center', inline: 'center'});
+    const r = n.getBoundingClientRect();
+    const inside = r.width > 0 && r.left >= 0 && r.top >= 0 && r.right <= innerWidth + 1 && r.bottom <= innerHeight + 1;
+    const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+    return !(inside && hit && (hit === n || n.contains(hit)));
+}).map(n => n.dataset.testid + ' ' + (n.dataset.index ?? n.dataset.row + ',' + n.dataset.col))"""
+ALL = '[data-testid="source-token"], [data-testid="output-token"], [data-testid="grid-cell"], [data-testid="snapshot-cell"]'
+
+
+@pytest.mark.parametrize("zoom", ["viewport", "css"])
+def test_at_200_percent_zoom_every_token_and_cell_can_be_seen(page, zoom):
+    """200% zoom of a 1280x900 window, two ways: the 640x450 CSS-pixel viewport a browser zoom
+    gives, and CSS zoom 2 on the body at 1280x900; on the long example (34 source characters),
+    whose tokens must wrap and whose grid must scroll."""
+    page.locator(f'[data-testid="example-item"][data-index="{LONG}"]').click()
+    if zoom == "viewport":
+        page.set_viewport_size({"width": 640, "height": 450})
+    else:
+        page.evaluate("document.body.style.zoom = '2'")
+    assert page.evaluate(REACHABLE, ALL) == []
+    # Tokens wrap instead of running off: every token row fits its box.
+    overflow = page.eval_on_selector_all(".token-row", "ns => ns.map(n => n.scrollWidth - n.clientWidth)")
+    assert overflow and max(overflow) <= 1
+    page.hover('[data-testid="output-token"][data-index="1"]')
+    weights = DOCUMENT["models"][0]["examples"][LONG]["weights"]["average"][1]
+    assert indexes(page, '[data-testid="source-token"].top') == [argmax(weights)]
