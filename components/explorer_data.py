@@ -39,6 +39,12 @@ PROBE_EXAMPLES = 3
 SWEEP_EXAMPLES = 20
 #: Decimals kept of each weight in the documents built here (the page keeps 3).
 DECIMALS = 4
+#: Weights a page holds at most (over its examples, views and models; snapshots apart): about
+#: 6 bytes each in the page, so the examples of a model with many heads or layers are cut
+#: before the page passes 1 MB. The default run's 200 examples hold ~26,000.
+WEIGHT_BUDGET = 120_000
+#: Examples viewed at once while filling a page (the views stop where the budget ends).
+BUDGET_BATCH = 50
 #: Metrics shown beside a model's name, when the evaluation has them.
 SHOWN_METRICS = ("exact_match", "char_accuracy", "alignment_accuracy", "alignment_within_one")
 AVERAGE = "average"
@@ -128,26 +134,63 @@ def views_of(examples: Sequence[Mapping[str, Any]]) -> list[str]:
     return list(examples[0]["weights"]) if examples else []
 
 
-def run_examples(model: Seq2Seq, examples: Sequence[Example], limit: int = RUN_EXAMPLES) -> tuple[list[dict[str, Any]], str]:
+def weight_count(example: Mapping[str, Any]) -> int:
+    """How many weights an explorer example holds (over all its views)."""
+    return sum(len(matrix) * len(matrix[0]) for matrix in example["weights"].values() if matrix)
+
+
+def within_budget(counts: Sequence[int], budget: int | None = None) -> int:
+    """How many of the leading items, holding ``counts`` weights each, fit in ``budget``
+    (default :data:`WEIGHT_BUDGET`; at least one item)."""
+    budget = WEIGHT_BUDGET if budget is None else budget
+    total = 0
+    for kept, count in enumerate(counts):
+        total += count
+        if total > budget:
+            return max(kept, 1)
+    return len(counts)
+
+
+def run_examples(
+    model: Seq2Seq, examples: Sequence[Example], limit: int = RUN_EXAMPLES, correct: Sequence[bool] | None = None
+) -> tuple[list[dict[str, Any]], str]:
     """The test examples a run's page shows and the note saying which: every example the model
-    gets wrong (greedy decoding) first, then right ones, in test order, ``limit`` in all."""
-    device = next(model.parameters()).device
-    data = encode_examples(list(examples), model.src_vocab, model.tgt_vocab).to(device)
-    outputs = decode_texts(model, data) if examples else []
-    wrong = [ex for ex, text in zip(examples, outputs) if text != ex.target]
-    right = [ex for ex, text in zip(examples, outputs) if text == ex.target]
-    chosen = (wrong + right)[:limit]
-    return model_views(model, chosen), sample_note(len(examples), len(wrong), len(chosen))
+    gets wrong (greedy decoding) first, then right ones, in test order, ``limit`` in all and no
+    more than :data:`WEIGHT_BUDGET` weights. ``correct``: whether greedy decoding answers each
+    example right, when known (an evaluation that decoded greedily); else decoded here."""
+    if correct is None:
+        device = next(model.parameters()).device
+        data = encode_examples(list(examples), model.src_vocab, model.tgt_vocab).to(device)
+        outputs = decode_texts(model, data) if examples else []
+        correct = [text == ex.target for ex, text in zip(examples, outputs)]
+    if len(correct) != len(examples):
+        raise ValueError(f"{len(correct)} verdicts for {len(examples)} examples")
+    wrong = [ex for ex, right in zip(examples, correct) if not right]
+    chosen = (wrong + [ex for ex, right in zip(examples, correct) if right])[:limit]
+    shown: list[dict[str, Any]] = []
+    counts: list[int] = []
+    for start in range(0, len(chosen), BUDGET_BATCH):  # in small batches: stop once the budget is spent
+        shown.extend(model_views(model, chosen[start : start + BUDGET_BATCH]))
+        counts.extend(weight_count(example) for example in shown[len(counts) :])
+        kept = within_budget(counts)
+        if kept < len(counts):
+            shown = shown[:kept]
+            break
+    shown.sort(key=lambda example: bool(example["correct"]))  # stable; given verdicts may differ from these
+    return shown, sample_note(len(examples), len(wrong), len(shown), len(shown) < len(chosen))
 
 
-def sample_note(total: int, wrong: int, shown: int) -> str:
-    """What a run's page shows of ``total`` test examples, ``wrong`` of them wrong."""
-    errors = f"{wrong:,} wrong" if wrong != 1 else "1 wrong"
+def sample_note(total: int, wrong: int, shown: int, budget: bool = False) -> str:
+    """What a run's page shows of ``total`` test examples, ``wrong`` of them wrong; ``budget``:
+    fewer were kept than asked for, to keep the page small."""
+    cut = " (fewer, to keep the page small)" if budget else ""
     if shown >= total:
-        return f"all {total:,} test examples ({errors}), wrong ones first"
+        return f"all {total:,} test examples ({wrong:,} wrong), wrong ones first"
+    if wrong == 0:
+        return f"{shown:,} of {total:,} test examples, all answered right: the first {shown:,} in test order{cut}"
     if wrong >= shown:
-        return f"{shown:,} of {total:,} test examples: the first {shown:,} of the {errors} ones, in test order"
-    return f"{shown:,} of {total:,} test examples: every wrong one ({wrong:,}), then right ones in test order"
+        return f"{shown:,} of {total:,} test examples: the first {shown:,} of the {wrong:,} wrong ones, in test order{cut}"
+    return f"{shown:,} of {total:,} test examples: every wrong one ({wrong:,}), then right ones in test order{cut}"
 
 
 class SnapshotRecorder:
@@ -245,10 +288,12 @@ def run_document(
     metrics: Mapping[str, float] | None = None,
     snapshots: dict[str, Any] | None = None,
     limit: int = RUN_EXAMPLES,
+    correct: Sequence[bool] | None = None,
 ) -> dict[str, Any]:
-    """The page of run ``name``: its test examples (:func:`run_examples`) and ``snapshots``
-    (:meth:`SnapshotRecorder.snapshots`); ``metrics`` of the evaluation (see :func:`shown_metrics`)."""
-    examples, note = run_examples(model, test_examples, limit)
+    """The page of run ``name``: its test examples (:func:`run_examples`, ``correct`` as there)
+    and ``snapshots`` (:meth:`SnapshotRecorder.snapshots`); ``metrics`` of the evaluation (see
+    :func:`shown_metrics`)."""
+    examples, note = run_examples(model, test_examples, limit, correct)
     return {
         "version": SCHEMA_VERSION,
         "title": f"attnlab run {name}",
@@ -284,7 +329,8 @@ def sweep_document(title: str, models: Sequence[Mapping[str, Any]], examples: Se
     """The page of a sweep: ``models`` are :func:`model_entry` dicts whose examples are
     :func:`model_views` of the sources of ``examples``, in that order (every combination on the
     same inputs). Targets and gold come from ``examples``; the examples most models got wrong
-    come first, the same order for every model. Raises ValueError when a model's sources differ.
+    come first, the same order for every model, as many as :data:`WEIGHT_BUDGET` allows. Raises
+    ValueError when a model's sources differ.
     """
     sources = [example.source for example in examples]
     answered = []
@@ -295,6 +341,9 @@ def sweep_document(title: str, models: Sequence[Mapping[str, Any]], examples: Se
         answered.append([with_answers(view, example) for view, example in zip(model["examples"], examples)])
     misses = [sum(not views[i]["correct"] for views in answered) for i in range(len(sources))]
     order = sorted(range(len(sources)), key=lambda i: -misses[i])  # stable: test order among equals
+    order = order[: within_budget([sum(weight_count(views[i]) for views in answered) for i in order])]
+    if len(order) < len(sources):
+        note = f"{note + '; ' if note else ''}the first {len(order)} of them shown, to keep the page small"
     entries = [{**model, "examples": [views[i] for i in order]} for model, views in zip(models, answered)]
     return {"version": SCHEMA_VERSION, "title": title, "note": note, "models": entries}
 

@@ -148,6 +148,7 @@ def test_wrong_examples_come_first_then_right_ones_capped_with_a_note():
 def test_sample_notes():
     assert sample_note(1000, 12, 200) == "200 of 1,000 test examples: every wrong one (12), then right ones in test order"
     assert sample_note(50, 1, 50) == "all 50 test examples (1 wrong), wrong ones first"
+    assert sample_note(1000, 0, 200) == "200 of 1,000 test examples, all answered right: the first 200 in test order"
 
 
 def test_snapshots_after_every_epoch_leave_training_as_it_was():
@@ -220,3 +221,45 @@ def test_a_sweep_page_shows_every_model_on_the_same_inputs_most_missed_first():
         sweep_document("attnlab sweep", models, tests[:3])
     explorer = pytest.importorskip("attnlab.explorer")
     explorer.explorer_html(document)
+
+
+def test_given_verdicts_spare_the_decoding_and_a_budget_cuts_the_examples(monkeypatch):
+    from attnlab import explorer_data
+
+    _, task, model = tiny()
+    tests = crafted(task, model, 8, right={0, 2, 5, 6})
+    verdicts = [i in {0, 2, 5, 6} for i in range(8)]
+    monkeypatch.setattr(explorer_data, "decode_texts", lambda *a, **k: pytest.fail("decoded again"))
+    shown, note = run_examples(model, tests, limit=6, correct=verdicts)
+    assert [s["correct"] for s in shown] == [False] * 4 + [True] * 2
+    with pytest.raises(ValueError, match="7 verdicts for 8 examples"):
+        run_examples(model, tests, correct=verdicts[:7])
+    each = explorer_data.weight_count(shown[0])
+    assert each == len(shown[0]["output_tokens"]) * len(shown[0]["source_tokens"])
+    monkeypatch.setattr(explorer_data, "WEIGHT_BUDGET", 3 * each)
+    monkeypatch.setattr(explorer_data, "BUDGET_BATCH", 2)
+    shown, note = run_examples(model, tests, limit=6, correct=verdicts)
+    assert len(shown) == 3 and all(s["correct"] is False for s in shown)
+    assert note == "3 of 8 test examples: the first 3 of the 4 wrong ones, in test order (fewer, to keep the page small)"
+
+
+def test_within_budget_keeps_the_leading_items_that_fit_and_at_least_one():
+    from attnlab.explorer_data import within_budget
+
+    assert within_budget([10, 10, 10], 25) == 2
+    assert within_budget([10, 10, 10], 30) == 3
+    assert within_budget([10, 10, 10], 5) == 1
+    assert within_budget([], 5) == 0
+
+
+def test_a_page_of_the_largest_default_sized_model_stays_under_one_megabyte():
+    """Four heads and two layers (seven views) of an untrained model, whose outputs run to the
+    step limit: the weight budget cuts the examples before the page reaches 1 MB."""
+    explorer = pytest.importorskip("attnlab.explorer")
+    config, task, model = tiny(scorer="multihead", decoder="transformer", hidden_size=32)
+    tests = examples(task, 200)
+    shown, note = run_examples(model, tests, correct=[False] * 200)
+    assert views_of(shown) == ["average", "head 1", "head 2", "head 3", "head 4", "layer 1", "layer 2"]
+    assert 0 < len(shown) < 200 and note.endswith("(fewer, to keep the page small)")
+    document = {"version": 1, "title": "t", "models": [{"name": "m", "views": views_of(shown), "examples": shown, "snapshots": None}]}
+    assert len(explorer.explorer_html(document).encode()) < 1_000_000
