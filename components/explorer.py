@@ -305,7 +305,7 @@ _PAGE = """<!DOCTYPE html>
     <div id="grid-wrap" class="grid-wrap"></div>
     <div class="legend" aria-label="legend">
       <span><span class="swatch ramp"></span> weight 0 to 1</span>
-      <span><span class="swatch gold-swatch"></span> gold link</span>
+      <span><span class="swatch gold-swatch"></span> gold link (a dashed outline on a character)</span>
       <span><span class="swatch argmax-swatch"></span> most attended (argmax of the row)</span>
       <span><span class="mark wrong-mark">&#x2717;</span> wrong output</span>
     </div>

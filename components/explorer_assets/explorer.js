@@ -346,17 +346,20 @@
     const epoch = snaps.epochs[state.epoch];
     $("epoch-label").textContent = "epoch " + epoch + " (" + (state.epoch + 1) + " of " + snaps.epochs.length + ")";
     $("epoch-slider").setAttribute("aria-valuetext", "epoch " + epoch);
+    // Per epoch: at how many aligned steps (a gold source known) the most attended source is gold.
     const gold = probe.gold || [];
-    let aligned = 0, onGold = 0;
-    matrix.forEach((row, i) => {
-      if (gold[i] && gold[i].length) {
-        aligned++;
-        if (gold[i].includes(argmax(row))) onGold++;
-      }
-    });
-    $("snapshot-info").textContent = aligned
-      ? "epoch " + epoch + ": the most attended source is gold at " + onGold + " of " + aligned + " aligned steps"
-      : "epoch " + epoch;
+    const aligned = gold.filter((positions, i) => positions.length && i < matrix.length).length;
+    const onGold = (m) => m.filter((row, i) => gold[i] && gold[i].length && gold[i].includes(argmax(row))).length;
+    const info = $("snapshot-info");
+    if (!aligned) {
+      info.textContent = "epoch " + epoch + " (no gold alignment known for this probe)";
+    } else {
+      info.replaceChildren("most attended source on gold, by epoch: ");
+      snaps.epochs.forEach((e, k) => {
+        if (k) info.append(" \u00b7 ");
+        info.append(el(k === state.epoch ? "strong" : "span", {}, e + ": " + onGold(probe.weights[k]) + "/" + aligned));
+      });
+    }
     $("snapshot-grid").replaceChildren(grid(probe.source_tokens, probe.output_tokens, matrix, probe.gold, "snapshot-cell",
       "attention after epoch " + epoch));
   }

@@ -62,7 +62,8 @@ def document() -> dict:
         probes = []
         for source, target in zip(SOURCES[1:3], TARGETS[1:3]):
             s, o = list(source), list(target) + ["<eos>"]
-            probes.append({"source_tokens": s, "output_tokens": o, "gold": None,
+            gold = [[min(i, len(s) - 1)] if ch.isdigit() else [] for i, ch in enumerate(target)]
+            probes.append({"source_tokens": s, "output_tokens": o, "gold": gold,
                            "weights": [weights(rng, len(o), len(s)) for _ in range(epochs)]})  # fmt: skip
         return {"epochs": list(range(1, epochs + 1)), "examples": probes}
 
@@ -238,6 +239,13 @@ def test_the_epoch_slider_redraws_the_snapshot_with_that_epochs_weights(page):
     assert cells(page, "snapshot-cell") == probes[0]["weights"][1]
     page.select_option('[data-testid="probe-select"]', "1")
     assert cells(page, "snapshot-cell") == probes[1]["weights"][1]
+    # The summary line: per epoch, the aligned steps whose most attended source is gold.
+    gold = probes[1]["gold"]
+    on_gold = [sum(argmax(row) in gold[i] for i, row in enumerate(m[: len(gold)])) for m in probes[1]["weights"]]
+    aligned = sum(1 for positions in gold if positions)
+    summary = " \u00b7 ".join(f"{e}: {n}/{aligned}" for e, n in zip((1, 2, 3), on_gold))
+    assert page.locator('[data-testid="snapshot-info"]').inner_text() == f"most attended source on gold, by epoch: {summary}"
+    assert page.locator('[data-testid="snapshot-info"] strong').inner_text() == f"2: {on_gold[1]}/{aligned}"
 
 
 def test_the_model_selector_switches_model_keeping_the_input(page):
