@@ -6,6 +6,8 @@
 # (default: docs/), as 256-colour PNGs:
 #   mlflow-ui-runs.png     the printed link: the runs table, model-training layout, attnlab's view
 #   mlflow-ui-default.png  the same experiment opened without it (MLflow's GenAI overview)
+#   explorer.png           the attention explorer page of a 3-epoch multihead run, one output
+#                          character hovered (docs/explorer_screenshot.py, Playwright)
 #
 # Usage: docs/screenshots.sh [OUT_DIR]
 # Needs: chromium (Debian: apt-get install chromium) and the project's .venv (or ATTNLAB=path).
@@ -52,4 +54,10 @@ shot() {  # shot FILE URL: a 1800x800 screenshot of URL in a fresh browser profi
 }
 shot "$out/mlflow-ui-runs.png" "$link"
 shot "$out/mlflow-ui-default.png" "${link%%/runs?*}"
-ls -l "$out"/mlflow-ui-*.png >&2
+
+# Last, so the MLflow pictures above do not show its run: a model still short of the target
+# after 3 epochs (a few wrong examples), whose snapshots show the alignment forming.
+"$attnlab" train --scorer multihead --epochs 3 -o train_size=800 -o target_exact_match=1.0 >/dev/null 2>>"$work/train.log" || failed
+page=$(ls -t "$ATTNLAB_MLFLOW_DIR"/artifacts/attnlab-date/*/artifacts/attention/explorer.html | head -n 1)
+"$python" "$root/docs/explorer_screenshot.py" "$page" "$out/explorer.png"
+ls -l "$out"/mlflow-ui-*.png "$out/explorer.png" >&2
