@@ -43,7 +43,7 @@ DECIMALS = 4
 #: 6 bytes each in the page, so the examples of a model with many heads or layers are cut
 #: before the page passes 1 MB. The default run's 200 examples hold ~26,000.
 WEIGHT_BUDGET = 120_000
-#: Examples viewed at once while filling a page (the views stop where the budget ends).
+#: Examples viewed first while filling a page; their size says how many more fit the budget.
 BUDGET_BATCH = 50
 #: Metrics shown beside a model's name, when the evaluation has them.
 SHOWN_METRICS = ("exact_match", "char_accuracy", "alignment_accuracy", "alignment_within_one")
@@ -139,10 +139,14 @@ def weight_count(example: Mapping[str, Any]) -> int:
     return sum(len(matrix) * len(matrix[0]) for matrix in example["weights"].values() if matrix)
 
 
+def _budget() -> int:
+    return WEIGHT_BUDGET  # looked up when called: tests lower it
+
+
 def within_budget(counts: Sequence[int], budget: int | None = None) -> int:
     """How many of the leading items, holding ``counts`` weights each, fit in ``budget``
     (default :data:`WEIGHT_BUDGET`; at least one item)."""
-    budget = WEIGHT_BUDGET if budget is None else budget
+    budget = _budget() if budget is None else budget
     total = 0
     for kept, count in enumerate(counts):
         total += count
@@ -167,15 +171,15 @@ def run_examples(
         raise ValueError(f"{len(correct)} verdicts for {len(examples)} examples")
     wrong = [ex for ex, right in zip(examples, correct) if not right]
     chosen = (wrong + [ex for ex, right in zip(examples, correct) if right])[:limit]
-    shown: list[dict[str, Any]] = []
-    counts: list[int] = []
-    for start in range(0, len(chosen), BUDGET_BATCH):  # in small batches: stop once the budget is spent
-        shown.extend(model_views(model, chosen[start : start + BUDGET_BATCH]))
-        counts.extend(weight_count(example) for example in shown[len(counts) :])
-        kept = within_budget(counts)
-        if kept < len(counts):
-            shown = shown[:kept]
-            break
+    # A first small batch, then as many as its examples' size says fit, until the budget is spent.
+    shown = model_views(model, chosen[:BUDGET_BATCH])
+    counts = [weight_count(example) for example in shown]
+    while within_budget(counts) == len(counts) < len(chosen):
+        room = (_budget() - sum(counts)) * len(counts) // max(1, sum(counts))
+        more = model_views(model, chosen[len(shown) : len(shown) + max(room + 1, BUDGET_BATCH // 5)])
+        shown.extend(more)
+        counts.extend(weight_count(example) for example in more)
+    shown = shown[: within_budget(counts)]
     shown.sort(key=lambda example: bool(example["correct"]))  # stable; given verdicts may differ from these
     return shown, sample_note(len(examples), len(wrong), len(shown), len(shown) < len(chosen))
 

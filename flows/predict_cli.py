@@ -1,9 +1,11 @@
 """``attnlab predict``: load a model (the task's champion, a registered version, a run's model or a
-bundle folder), predict one line per input and optionally draw the heatmaps."""
+bundle folder), predict one line per input and optionally draw the heatmaps and write the
+attention explorer page."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Optional
 
@@ -126,6 +128,36 @@ def load_model(model: str | None, uri: str | None):
     return uri, config, task_plugin, test_task, seq2seq
 
 
+def check_html_option(html: Path | None) -> None:
+    """Refuse at once an --html path that cannot be written: a folder, or one under a folder
+    this user may not write to (checked before any model loads)."""
+    if html is None:
+        return
+    try:
+        if html.is_dir():
+            raise UserError(f"--html {str(html)!r} is a folder; give a file name, e.g. {str(html / 'explorer.html')!r}")
+        folder = html.absolute().parent
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        writable = folder.is_dir() and os.access(folder, os.W_OK | os.X_OK)
+    except OSError as exc:  # e.g. a name longer than the file system allows
+        raise UserError(f"--html {str(html)!r} cannot be written: {exc.strerror or exc}") from None
+    if not writable:
+        raise UserError(f"--html {str(html)!r} cannot be written: {str(folder)!r} is not a folder you may write to")
+
+
+def write_page(html: Path, seq2seq, texts: list[str], uri: str, config) -> str:
+    """The explorer page (:mod:`attnlab.explorer`) of the model's attention on ``texts`` written
+    to ``html``; its path. Targets and gold alignments are unknown (null)."""
+    from attnlab.explorer import write_explorer
+    from attnlab.explorer_data import describe, inputs_document
+
+    try:
+        return str(write_explorer(inputs_document(seq2seq, texts, uri, describe(config)), html))
+    except OSError as exc:
+        raise UserError(f"--html {str(html)!r} cannot be written: {exc.strerror or exc}") from None
+
+
 def _plot_paths(plot: Path, count: int) -> list[Path]:
     if count == 1:
         return [plot]
@@ -139,6 +171,9 @@ def predict(
     ),
     task: str = typer.Option("date", metavar="NAME", help="task whose champion to use when --model is not given"),
     plot: Optional[Path] = typer.Option(None, metavar="FILE.png", help="save the attention heatmap here (PNG; FILE-N.png for several inputs)"),
+    html: Optional[Path] = typer.Option(
+        None, metavar="FILE.html", help="write the interactive attention explorer for the inputs here (one self-contained page)"
+    ),
     json_output: bool = typer.Option(False, "--json", help="print one JSON object"),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="show MLflow's logs"),
 ) -> None:
@@ -146,6 +181,7 @@ def predict(
     quiet(verbose)
     with user_errors():
         check_model_option(model)
+        check_html_option(html)
         config = None
         if model is None:  # the champion: its config read without MLflow, where the store allows
             from attnlab.flows.champion_config import champion_config
@@ -179,11 +215,14 @@ def predict(
                 if result.head_weights is not None:
                     heads = path.with_name(f"{path.stem}-heads{path.suffix or '.png'}")
                     saved.append(str(save_figure(head_heatmaps(result.head_weights, result.source_tokens, result.output_tokens, title), heads)))
+        page = write_page(html, seq2seq, texts, uri, config) if html is not None else None
     if json_output:
         payload = {"model": uri, "predictions": [{"source": r.source, "prediction": r.output} for r in results], "plots": saved}
+        if page is not None:
+            payload["html"] = page
         typer.echo(json.dumps(payload, ensure_ascii=False))
         return
     for result in results:
         typer.echo(f"{result.source} -> {result.output}")
-    for path in saved:
+    for path in [*saved, *([page] if page else [])]:
         typer.echo(f"saved {path}", err=True)

@@ -28,6 +28,8 @@ from attnlab.compare_plots import accuracy_by_length, attention_side_by_side, le
 from attnlab.config import ExperimentConfig
 from attnlab.datasets import load_splits
 from attnlab.examples import pick_probe
+from attnlab.explorer import write_explorer
+from attnlab.explorer_data import model_entry, sweep_document, sweep_examples, sweep_note
 from attnlab.flows import store, tracking
 from attnlab.flows.flow_runs import ending_status, flow_run_tags, is_interrupt
 from attnlab.flows.sweep_attempts import child_runs, settle_children
@@ -40,12 +42,14 @@ progress = logging.getLogger("attnlab.sweep")
 
 @task(name="train-combination", cache_policy=NO_CACHE)
 def train_combination(
-    config: ExperimentConfig, experiment: str, parent_run_id: str, probe: list[str] | None, threads: int | None, name: str, register_models: bool = False
+    config: ExperimentConfig, experiment: str, parent_run_id: str, probe: list[str] | None, threads: int | None, name: str, register_models: bool = False,
+    compare: list[str] | None = None,
 ) -> dict[str, Any]:
     """Train one combination (the train flow, as a subflow; logged, and registered and promoted
     by the one rule when ``register_models``); its summary.
 
-    ``threads`` caps torch's threads in this worker (None: torch's default)."""
+    ``threads`` caps torch's threads in this worker (None: torch's default); ``compare`` are the
+    sources of the sweep's explorer page, whose views the summary returns (``compared``)."""
     # Imported here: a task shipped to a worker process is pickled by value, and the flow it
     # refers to would arrive without the module globals its parameter annotations name.
     from attnlab.flows.train_flow import train_flow
@@ -55,7 +59,7 @@ def train_combination(
 
         torch.set_num_threads(threads)
     child = train_flow.with_options(flow_run_name=name)
-    return child(config=config, experiment=experiment, register_model=register_models, parent_run_id=parent_run_id, probe=probe, command="sweep")
+    return child(config=config, experiment=experiment, register_model=register_models, parent_run_id=parent_run_id, probe=probe, command="sweep", compare=compare)
 
 
 def _start_parent(client: MlflowClient, experiment: str, base: ExperimentConfig, grid: Grid, bands) -> str:
@@ -117,10 +121,10 @@ def _running_line(client: MlflowClient, parent_run_id: str) -> str | None:
     return "running: " + "; ".join(sorted(parts)) if parts else None
 
 
-def _run_all(jobs, experiment, parent_run_id, probes, threads, max_parallel, register_models: bool = False, report_every: float = 30.0) -> list[dict[str, Any]]:
+def _run_all(jobs, experiment, parent_run_id, probes, threads, max_parallel, register_models: bool = False, report_every: float = 30.0, compares: dict[str, list[str]] | None = None) -> list[dict[str, Any]]:
     """Submit ``jobs`` [(label, config)], at most ``max_parallel`` at once; the outcomes in job
     order. Each outcome is reported as it comes, and the runs in progress every
-    ``report_every`` seconds."""
+    ``report_every`` seconds. ``compares``: task -> the sources of the sweep's explorer page."""
     client = MlflowClient()
     pending = list(enumerate(jobs))
     finished: queue.Queue = queue.Queue()
@@ -131,7 +135,7 @@ def _run_all(jobs, experiment, parent_run_id, probes, threads, max_parallel, reg
             index, (label, config) = pending.pop(0)
             name = f"{label.replace('/', '-')}-seed{config.seed}"
             future = train_combination.with_options(task_run_name=f"train-{name}").submit(
-                config, experiment, parent_run_id, probes.get(config.task), threads, name, register_models
+                config, experiment, parent_run_id, probes.get(config.task), threads, name, register_models, compare=(compares or {}).get(config.task)
             )
             running[future] = (index, label, config)
             future.add_done_callback(finished.put)
@@ -191,6 +195,33 @@ def _log_comparison(
     }
 
 
+def _log_explorer(
+    client: MlflowClient, parent_run_id: str, results, shared: dict[str, list], data_seeds: dict[str, int], seeds: int, folder: Path
+) -> list[str]:
+    """The parent run's explorer page, ``attention/explorer.html`` (one per task when several:
+    ``explorer_<task>.html``): every finished run on the task's ``shared`` examples (see
+    :func:`attnlab.explorer_data.sweep_document`), drawn from the data of ``data_seeds[task]``;
+    ``seeds``: how many seeds the sweep ran. The artifact paths written."""
+    title = f"attnlab {client.get_run(parent_run_id).info.run_name}"
+    tasks = list(dict.fromkeys(r["task"] for r in results))
+    pages = []
+    for task_name in tasks:
+        models = [
+            model_entry(f"{r['label']} seed {r['seed']}", r["summary"]["compared"], r["summary"]["metrics"])
+            for r in results
+            if r["task"] == task_name and r["status"] == "FINISHED" and r["summary"].get("compared")
+        ]
+        if not models:
+            continue
+        note = sweep_note(len(shared[task_name]), data_seeds[task_name], seeds)
+        filename = f"explorer_{task_name}.html" if len(tasks) > 1 else "explorer.html"
+        write_explorer(sweep_document(title, models, shared[task_name], note), folder / filename)
+        pages.append(f"attention/{filename}")
+    if pages:
+        tracking.log_folder(client, parent_run_id, folder, "attention")
+    return pages
+
+
 def _stop_workers(grace: float = 5.0) -> None:
     """Stop the worker processes this process started (a process pool, a local Dask cluster).
     An interrupt that reached this process alone (SIGTERM, a signal to one pid) would leave them
@@ -240,12 +271,18 @@ def sweep_flow(
     parent_run_id = _start_parent(client, experiment, base, grid_, bands)
     workdir = Path(tempfile.mkdtemp(prefix="attnlab-sweep-"))
     try:
-        picked = {config.task: pick_probe(load_splits(dataset(config))) for config in {c.task: c for c in configs}.values()}
+        data = {config.task: (config.seed, load_splits(dataset(config))) for config in {c.task: c for c in configs}.values()}
+        picked = {name: pick_probe(splits) for name, (_, splits) in data.items()}
         probes = {name: probe for name, (probe, _) in picked.items()}
         train_max = {name: longest for name, (_, longest) in picked.items()}
-        results = _run_all(jobs, experiment, parent_run_id, probes, threads, max(1, max_parallel), register_models)
+        shared = {name: sweep_examples(splits.test, probes[name]) for name, (_, splits) in data.items()}
+        compares = {name: [example.source for example in examples] for name, examples in shared.items()}
+        results = _run_all(jobs, experiment, parent_run_id, probes, threads, max(1, max_parallel), register_models, compares=compares)
         settle_children(client, parent_run_id)  # a lost worker's run ends FAILED, its rerun linked
         comparison = _log_comparison(client, parent_run_id, results, labels, bands, train_max, workdir)
+        data_seeds = {name: seed for name, (seed, _) in data.items()}
+        # After _log_comparison, which uploads all of workdir as plots/.
+        comparison["explorer"] = _log_explorer(client, parent_run_id, results, shared, data_seeds, len(grid_.seeds), workdir / "attention")
     except BaseException as exc:
         if is_interrupt(exc):
             _stop_workers()

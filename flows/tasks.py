@@ -29,6 +29,8 @@ from attnlab.datasets import load_splits, save_splits
 from attnlab.evaluate import Evaluation, evaluate
 from attnlab.examples import gold_alignments
 from attnlab.experiment import prepare_data, train_model
+from attnlab.explorer import write_explorer
+from attnlab.explorer_data import PROBE_EXAMPLES, SnapshotRecorder, describe, model_views, run_document
 from attnlab.flows import model_registry, promotion, store, tracking
 from attnlab.flows.benchmark_store import Benchmark, ensure_benchmark
 from attnlab.flows.promotion_lock import promotion_lock
@@ -109,13 +111,16 @@ def log_dataset(run_id: str, config: ExperimentConfig, data: Path) -> None:
 
 @dataclass(frozen=True)
 class Trained:
-    """What training leaves behind: the bundle folder and the per-epoch history."""
+    """What training leaves behind: the bundle folder, the per-epoch history and the attention
+    snapshots recorded after every epoch (a JSON file; see
+    :class:`~attnlab.explorer_data.SnapshotRecorder`)."""
 
     bundle: Path
     history: list[dict[str, float]]
     stopped_early: bool
     train_seconds: float
     parameters: int
+    snapshots: Path | None = None
 
 
 @task(name="train", cache_policy=NO_CACHE)
@@ -123,7 +128,9 @@ def train(config: ExperimentConfig, data: Path, run_id: str, workdir: Path) -> T
     """Train, logging every epoch to the progress logger and to MLflow (step = epoch), every step
     to the step logger and the loss inside epochs as ``train_loss_step`` (see
     :mod:`attnlab.flows.step_log`); the model is saved as a bundle in ``workdir/bundle``, the
-    checkpoint at :func:`checkpoint_path` after every epoch. A tracking server that stops
+    checkpoint at :func:`checkpoint_path` after every epoch, the attention of the first
+    validation examples after every epoch in ``workdir/snapshots.json`` (the explorer's
+    snapshots). A tracking server that stops
     answering stops training at once with :class:`~attnlab.flows.errors.TrackingLost` (the run
     cannot be tracked any more)."""
     client, where = MlflowClient(), store.resolve_store()
@@ -138,10 +145,14 @@ def train(config: ExperimentConfig, data: Path, run_id: str, workdir: Path) -> T
                 raise
             raise TrackingLost(f"lost the MLflow tracking server {where.tracking_uri} ({why})") from exc
 
+    splits = load_splits(data)
+    recorder = SnapshotRecorder(splits.validation[:PROBE_EXAMPLES])
+
     def on_epoch(metrics: dict[str, float]) -> None:
         progress.info(epoch_line(metrics, config.epochs))
         tracked(steps.flush)
         tracked(lambda: tracking.log_epoch(client, run_id, metrics))
+        recorder.record(int(metrics["epoch"]))
 
     def on_step(p: StepProgress) -> None:
         if step_progress.isEnabledFor(logging.DEBUG):
@@ -150,10 +161,12 @@ def train(config: ExperimentConfig, data: Path, run_id: str, workdir: Path) -> T
 
     checkpoint = checkpoint_path(run_id)
     checkpoint.parent.mkdir(parents=True, exist_ok=True)
-    model, result = train_model(config, build_task(config), load_splits(data), on_epoch, checkpoint, on_step)
+    model, result = train_model(config, build_task(config), splits, on_epoch, checkpoint, on_step, on_model=recorder.watch)
     bundle = save_bundle(workdir / "bundle", config, model)
     parameters = sum(p.numel() for p in model.parameters())
-    return Trained(bundle, result.history, result.stopped_early, result.train_seconds, parameters)
+    snapshots = workdir / "snapshots.json"
+    snapshots.write_text(json.dumps(recorder.snapshots(), ensure_ascii=False))
+    return Trained(bundle, result.history, result.stopped_early, result.train_seconds, parameters, snapshots)
 
 
 @task(name="evaluate", cache_policy=NO_CACHE)
@@ -200,6 +213,39 @@ def plot_attention(bundle: Path, sources: list[str], targets: list[str], out_dir
     return out_dir
 
 
+@dataclass(frozen=True)
+class Explored:
+    """The explorer page written, and the model's explorer examples of the sources it was asked
+    to show besides (a sweep's parent page compares its runs on them; None when not asked)."""
+
+    page: Path
+    compared: list[dict[str, Any]] | None
+
+
+@task(name="explore-attention", cache_policy=NO_CACHE)
+def explore_attention(
+    run_id: str,
+    bundle: Path,
+    data: Path,
+    metrics: dict[str, float],
+    snapshots: Path | None,
+    out_dir: Path,
+    compare: list[str] | None = None,
+    correct: list[bool] | None = None,
+) -> Explored:
+    """``out_dir/explorer.html``: the attention explorer (:mod:`attnlab.explorer`) of the bundled
+    model on its test split, wrong examples first (:func:`attnlab.explorer_data.run_document`;
+    ``correct``: greedy decoding's verdict on each test example, when the evaluation has it),
+    with the training's ``snapshots``; and, for ``compare``, the model's explorer examples of
+    those sources."""
+    config, _, model = load_bundle(bundle)
+    name = MlflowClient().get_run(run_id).info.run_name or run_id
+    recorded = json.loads(snapshots.read_text()) if snapshots is not None else None
+    document = run_document(model, load_splits(data).test, name, describe(config), metrics, recorded, correct=correct)
+    page = write_explorer(document, out_dir / "explorer.html")
+    return Explored(page, model_views(model, compare) if compare else None)
+
+
 @task(name="plot-alignment-offsets", cache_policy=NO_CACHE)
 def plot_alignment_offsets(offsets: pd.DataFrame | None, out_dir: Path) -> Path | None:
     """``out_dir/alignment_offsets.png``, the bar chart of the evaluation's alignment offsets
@@ -213,8 +259,8 @@ def plot_alignment_offsets(offsets: pd.DataFrame | None, out_dir: Path) -> Path 
 
 @task(name="log-results", **LOGGING)
 def log_results(run_id: str, evaluation: Evaluation, attention_dir: Path, extra: dict[str, float], plots_dir: Path | None = None) -> None:
-    """Test metrics, tables, the attention folder (heatmaps, weights.json) and, when given, the
-    figures folder (``plots/``) of the run."""
+    """Test metrics, tables, the attention folder (heatmaps, weights.json, explorer.html) and,
+    when given, the figures folder (``plots/``) of the run."""
     client = MlflowClient()
     tracking.log_evaluation(client, run_id, evaluation, extra)
     tracking.log_folder(client, run_id, attention_dir, "attention")

@@ -69,6 +69,7 @@ def train_flow(
     margin: float = 0.0,
     benchmark_size: int = DEFAULT_SIZE,
     command: str = "train",
+    compare: list[str] | None = None,
 ) -> dict[str, Any]:
     """Run one experiment end to end and return its summary (JSON-ready).
 
@@ -77,7 +78,9 @@ def train_flow(
     champion on the registered model's benchmark (``benchmark_size`` examples drawn by the first
     promotion) and gives it the alias when it wins by more than ``margin``. ``parent_run_id``
     makes the run a child of that MLflow run. ``probe`` is a ``[source, target]`` pair plotted
-    first, its attention returned as ``probe``. ``command`` names the promoting command in the
+    first, its attention returned as ``probe``. ``compare`` are sources whose explorer examples
+    (:func:`attnlab.explorer_data.model_views`) the summary returns as ``compared`` (a sweep's
+    parent page shows every run on the same inputs). ``command`` names the promoting command in the
     decision's records.
     """
     experiment = experiment or tracking.experiment_name(config.task)
@@ -93,7 +96,7 @@ def train_flow(
     try:
         end_stale_runs()
         promotion_settings = (margin, benchmark_size, experiment, command) if register_model and promote else None
-        summary = _steps(config, run_id, workdir, watch, promotion_settings, register_model, probe)
+        summary = _steps(config, run_id, workdir, watch, promotion_settings, register_model, probe, compare)
         with _no_sigint():
             tracking.end_run(MlflowClient(), run_id, "FINISHED")
     except BaseException as exc:
@@ -160,6 +163,7 @@ def _steps(
     promotion_settings: tuple[float, int, str, str] | None,
     register: bool,
     probe: list[str] | None,
+    compare: list[str] | None,
 ) -> dict[str, Any]:
     with watch("data"):
         data = dataset(config)
@@ -174,6 +178,9 @@ def _steps(
             sources, targets = [probe[0], *sources], [probe[1], *targets]
         attention = tasks.plot_attention(trained.bundle, sources, targets, workdir / "attention", data)
         plots = tasks.plot_alignment_offsets(evaluation.alignment_offsets, workdir / "plots")
+    with watch("explorer"):
+        greedy = evaluation.predictions["correct"].tolist() if config.beam_size == 1 else None  # else decoded again
+        explored = tasks.explore_attention(run_id, trained.bundle, data, evaluation.metrics, trained.snapshots, attention, compare, greedy)
     extra = {
         "epochs_trained": float(len(trained.history)),
         "stopped_early": float(trained.stopped_early),
@@ -206,6 +213,7 @@ def _steps(
         "by_length": _by_length(evaluation),
         "probe": records[0] if probe and records else None,
         "model": model,
+        **({"compared": explored.compared} if compare else {}),
     }
 
 

@@ -69,7 +69,7 @@ def test_metric_histories_and_test_metrics(learned_store):
     assert metrics["epochs_trained"] == epochs
     by_length = client.get_metric_history(run_id, "test_exact_match_by_length")
     assert by_length and all(0.0 <= m.value <= 1.0 for m in by_length)
-    assert {"start_run", "data", "train", "evaluate", "plot", "log", "register", "promote"} == set(summary["step_seconds"])
+    assert {"start_run", "data", "train", "evaluate", "plot", "explorer", "log", "register", "promote"} == set(summary["step_seconds"])
 
 
 def test_artifacts_heatmaps_weights_tables_data(learned_store):

@@ -1,0 +1,165 @@
+"""The attention explorer page where it is logged or written: every train run
+(``attention/explorer.html``, with the snapshots of every epoch), a sweep's parent run (every
+combination on the same inputs) and ``attnlab predict --html``."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from attnlab.flows import cli, sweep_flow
+
+from _flowkit import assert_one_line_error, client_for
+
+DATA = re.compile(r'<script type="application/json" id="explorer-data">(.*?)</script>', re.S)
+
+
+def embedded(page: Path) -> dict:
+    """The document inside an explorer page."""
+    text = page.read_text(encoding="utf-8")
+    match = DATA.search(text)
+    assert match, "no explorer-data script in the page"
+    return json.loads(match.group(1))  # "<\/" is a valid JSON escape of "/"
+
+
+@pytest.mark.slow
+def test_a_train_run_logs_the_explorer_with_a_snapshot_of_every_epoch(learned_store):
+    store, summary = learned_store
+    client, run_id = client_for(store), summary["run_id"]
+    assert "attention/explorer.html" in {f.path for f in client.list_artifacts(run_id, "attention")}
+    page = Path(client.download_artifacts(run_id, "attention/explorer.html"))
+    assert page.stat().st_size < 1_000_000
+    document = embedded(page)
+    run_name = client.get_run(run_id).info.run_name
+    assert document["title"] == f"attnlab run {run_name}"
+    (model,) = document["models"]
+    assert model["views"] == ["average"]
+    epochs = len(summary["history"])
+    assert model["snapshots"]["epochs"] == list(range(1, epochs + 1))
+    assert len(model["snapshots"]["examples"]) == 3
+    assert all(len(probe["weights"]) == epochs for probe in model["snapshots"]["examples"])
+    examples = model["examples"]
+    assert len(examples) == 100  # the whole test split: fewer than the cap
+    correct = [example["correct"] for example in examples]
+    assert correct == sorted(correct)  # wrong ones first
+    assert sum(correct) / len(correct) == pytest.approx(summary["metrics"]["test_exact_match"])
+    assert document["note"] == f"all 100 test examples ({correct.count(False)} wrong), wrong ones first"
+    assert all(example["gold"] is not None for example in examples)
+    assert model["metrics"]["exact_match"] == pytest.approx(summary["metrics"]["test_exact_match"])
+
+
+def _bundle(tmp_path: Path, **fields) -> Path:
+    from attnlab.bundle import save_bundle
+    from attnlab.config import ExperimentConfig
+    from attnlab.model import build_model, build_task
+
+    config = ExperimentConfig(hidden_size=16, embedding_dim=8, **fields)
+    return save_bundle(tmp_path / "bundle", config, build_model(config, build_task(config)))
+
+
+def test_predict_writes_the_page_for_its_inputs(capsys, tmp_path):
+    bundle = _bundle(tmp_path, scorer="multihead", scorer_options={"heads": 2})
+    page = tmp_path / "pages" / "page.html"
+    code = cli.main(["predict", "25-12-2023", "01-02-2003", "--model", str(bundle), "--html", str(page), "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(out)["html"] == str(page)
+    (model,) = embedded(page)["models"]
+    assert model["views"] == ["average", "head 1", "head 2"]
+    assert ["".join(example["source_tokens"]) for example in model["examples"]] == ["25-12-2023", "01-02-2003"]
+    outputs = [p["prediction"] for p in json.loads(out)["predictions"]]
+    for example, output in zip(model["examples"], outputs):
+        assert example["target"] is None and example["correct"] is None and example["gold"] is None
+        assert "".join(t for t in example["output_tokens"] if t != "<eos>") == output
+    assert model["snapshots"] is None
+
+
+@pytest.mark.parametrize("where", ["folder", "under a file"])
+def test_predict_refuses_an_html_path_it_cannot_write_before_loading_the_model(capsys, tmp_path, monkeypatch, where):
+    from attnlab.flows import predict_cli
+
+    monkeypatch.setattr(predict_cli, "load_model", lambda *args: pytest.fail("the model was loaded"))
+    bundle = _bundle(tmp_path)
+    (tmp_path / "notes.txt").write_text("a file, not a folder")
+    target = tmp_path if where == "folder" else tmp_path / "notes.txt" / "page.html"
+    code = cli.main(["predict", "25-12-2023", "--model", str(bundle), "--html", str(target)])
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert_one_line_error(err, "--html", str(target))
+
+
+@pytest.mark.parametrize("failure", ["name too long", "refused when written"])
+def test_predict_reports_a_page_it_could_not_write_in_one_line(capsys, tmp_path, monkeypatch, failure):
+    import attnlab.explorer
+
+    bundle = _bundle(tmp_path)
+    target = tmp_path / "page.html"
+    if failure == "name too long":
+        target = tmp_path / ("x" * 300 + ".html")
+    else:
+        def refuse(document, path):
+            raise PermissionError(13, "Permission denied", str(path))
+
+        monkeypatch.setattr(attnlab.explorer, "write_explorer", refuse)
+    code = cli.main(["predict", "25-12-2023", "--model", str(bundle), "--html", str(target)])
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert_one_line_error(err, "--html", "cannot be written")
+
+
+class _Client:
+    """Takes what _log_explorer writes to the parent run."""
+
+    def __init__(self, keep: Path) -> None:
+        self.keep = keep
+        self.uploaded: list[tuple[str, str]] = []
+
+    def get_run(self, run_id):
+        return SimpleNamespace(info=SimpleNamespace(run_name="sweep scorer=dot,additive seeds=0"))
+
+    def log_artifacts(self, run_id, folder, artifact_path) -> None:
+        shutil.copytree(folder, self.keep / artifact_path, dirs_exist_ok=True)
+        self.uploaded.append((run_id, artifact_path))
+
+
+def test_a_sweep_parent_page_shows_every_finished_run_on_the_same_inputs(tmp_path):
+    from attnlab.config import ExperimentConfig
+    from attnlab.data import make_splits
+    from attnlab.explorer_data import model_views, sweep_examples
+    from attnlab.model import build_model, build_task
+
+    base = ExperimentConfig(task="reverse", hidden_size=16, embedding_dim=8)
+    task = build_task(base)
+    splits = make_splits(task, (50, 10, 30), 0)
+    probe = [splits.test[7].source, splits.test[7].target]
+    shared = sweep_examples(splits.test, probe, count=5)
+    assert [ex.source for ex in shared][:1] == [probe[0]] and len(shared) == 6
+    results = []
+    for scorer in ("dot", "additive", "none"):
+        config = base.model_copy(update={"scorer": scorer})
+        compared = model_views(build_model(config, task), [ex.source for ex in shared])
+        summary = {"metrics": {"test_exact_match": 0.0}, "compared": compared}
+        results.append({"label": scorer, "seed": 0, "task": "reverse", "status": "FINISHED", "summary": summary})
+    results.append({"label": "general", "seed": 0, "task": "reverse", "status": "FAILED", "error": "RuntimeError: boom"})
+    client = _Client(tmp_path / "logged")
+    pages = sweep_flow._log_explorer(client, "parent", results, {"reverse": shared}, {"reverse": 0}, 1, tmp_path / "work")
+    assert pages == ["attention/explorer.html"] and client.uploaded == [("parent", "attention")]
+    document = embedded(tmp_path / "logged" / "attention" / "explorer.html")
+    assert document["title"] == "attnlab sweep scorer=dot,additive seeds=0"
+    assert [m["name"] for m in document["models"]] == ["dot seed 0", "additive seed 0", "none seed 0"]
+    sources = [["".join(e["source_tokens"]) for e in m["examples"]] for m in document["models"]]
+    assert sources[0] == sources[1] == sources[2] and sorted(sources[0]) == sorted(ex.source for ex in shared)
+    targets = {ex.source: ex.target for ex in shared}
+    for model in document["models"]:
+        assert all(e["target"] == targets["".join(e["source_tokens"])] for e in model["examples"])
+    assert [m["views"] for m in document["models"]] == [["average"], ["average"], []]
+    assert document["note"].startswith("every combination on the same 6 test examples")
+    # no finished run: no page, nothing uploaded
+    nothing = _Client(tmp_path / "none")
+    assert sweep_flow._log_explorer(nothing, "parent", results[3:], {"reverse": shared}, {"reverse": 0}, 1, tmp_path / "w2") == []
+    assert nothing.uploaded == []
