@@ -390,6 +390,7 @@
     state.model = index;
     state.example = Math.min(state.example, model().examples.length - 1);
     $("model-select").value = String(index);
+    $("detail").hidden = !model().examples.length;
     stopPlaying();
     renderViewSelect();
     renderList();
@@ -427,7 +428,6 @@
       renderSnapshot();
     });
     $("play").addEventListener("click", togglePlay);
-    if (!model().examples.length) $("detail").hidden = true;
     setModel(0);
     window.explorerRenderMs = performance.now() - started;
     document.body.dataset.ready = "true";

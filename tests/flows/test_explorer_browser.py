@@ -10,6 +10,7 @@ CI (env CI set), where that is a failure: CI installs both (make setup).
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from attnlab.explorer import write_explorer
+from attnlab.explorer import explorer_html, write_explorer
 from explorer_documents import date_document
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -180,6 +181,35 @@ def test_a_default_sized_page_loads(browser, tmp_path):
     assert page.locator('[data-testid="example-item"]').count() == 200
     page.close()
     assert errors == []
+
+
+def test_the_page_works_in_a_sandboxed_frame_as_the_mlflow_ui_shows_it(browser, tmp_path):
+    """MLflow's artifact viewer shows an HTML artifact as <iframe sandbox="allow-scripts"> of a
+    blob: URL (an opaque origin: no storage, no same-origin access to the parent)."""
+    page_text = json.dumps(explorer_html(DOCUMENT)).replace("</", "<\\/")
+    host = tmp_path / "host.html"
+    host.write_text(f"""<!DOCTYPE html><meta charset="utf-8"><body style="margin:0">
+<iframe id="frame" sandbox="allow-scripts" style="width:1000px;height:700px;border:0"></iframe>
+<script>document.getElementById("frame").src = URL.createObjectURL(new Blob([{page_text}], {{type: "text/html"}}));</script>
+</body>""", encoding="utf-8")  # fmt: skip
+    page = browser.new_page()
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(f"{m.type}: {m.text}") if m.type in ("error", "warning") else None)
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.on("request", lambda r: problems.append(r.url) if not r.url.startswith(("file:", "blob:")) else None)
+    page.goto(host.as_uri())
+    frame = page.frame_locator("#frame")
+    frame.locator("body[data-ready]").wait_for()
+    frame.locator('[data-testid="output-token"][data-index="2"]').hover()
+    weights = DOCUMENT["models"][0]["examples"][0]["weights"]["average"][2]
+    top = frame.locator('[data-testid="source-token"].top')
+    assert top.count() == 1 and top.get_attribute("data-index") == str(argmax(weights))
+    frame.locator('[data-testid="epoch-slider"]').focus()
+    page.keyboard.press("Home")
+    assert frame.locator('[data-testid="epoch-label"]').inner_text().startswith("epoch 1 ")
+    assert page.url == host.as_uri()  # the frame never navigated its parent
+    page.close()
+    assert problems == []
 
 
 def test_wrong_examples_come_first_and_are_marked(page):
