@@ -64,6 +64,11 @@ def _views(weights: Tensor | None, heads: Tensor | None, layers: Tensor | None) 
     views = {AVERAGE: weights}
     if heads is not None:
         views.update({f"head {h + 1}": heads[:, h] for h in range(heads.shape[1])})
+    if layers is not None and (layers.dim() != 4 or layers.shape[:1] + layers.shape[2:] != weights.shape):
+        raise ValueError(
+            f"the decoder's layer_weights has shape {list(layers.shape)}; expected [B, layers, Lt, Ls] "
+            f"with [B, Lt, Ls] = {list(weights.shape)}, the shape of its weights"
+        )
     if layers is not None and layers.shape[1] > 1:
         views.update({f"layer {k + 1}": layers[:, k] for k in range(layers.shape[1])})
     return views

@@ -32,9 +32,10 @@ def train(
     **fields: Any,
 ) -> dict[str, Any]:
     """Run the train flow that ``attnlab train`` runs (data, training, evaluation, heatmaps, the
-    model logged to MLflow; registered as ``attnlab-<task>`` when ``register``, given the champion
-    alias by the one promotion rule when ``promote``) and return its summary: the fields of
-    ``attnlab train --json`` (``run_id``, ``experiment``, ``metrics``, ``model``, ...).
+    attention explorer page, the model logged to MLflow; registered as ``attnlab-<task>`` when
+    ``register``, given the champion alias by the one promotion rule when ``promote``) and return
+    its summary: the fields of ``attnlab train --json`` (``run_id``, ``experiment``, ``metrics``,
+    ``model``, ...).
 
     ``fields`` override fields of ``config`` (default: the defaults), validated like the CLI's
     ``-o``. Mistakes (an unknown plugin, a bad value, an unreachable store) raise

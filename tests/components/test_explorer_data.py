@@ -263,3 +263,13 @@ def test_a_page_of_the_largest_default_sized_model_stays_under_one_megabyte():
     assert 0 < len(shown) < 200 and note.endswith("(fewer, to keep the page small)")
     document = {"version": 1, "title": "t", "models": [{"name": "m", "views": views_of(shown), "examples": shown, "snapshots": None}]}
     assert len(explorer.explorer_html(document).encode()) < 1_000_000
+
+
+def test_layer_weights_of_the_wrong_shape_are_refused_by_name():
+    from attnlab.explorer_data import _views
+
+    weights = torch.full((2, 3, 4), 0.25)
+    layers = torch.stack([weights, weights], dim=1)
+    assert list(_views(weights, None, layers)) == ["average", "layer 1", "layer 2"]
+    with pytest.raises(ValueError, match=r"layer_weights has shape \[2, 3, 2, 4\]"):
+        _views(weights, None, layers.transpose(1, 2))
