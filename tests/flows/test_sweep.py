@@ -59,6 +59,8 @@ def check_linked_sweep(store: Path, summary: dict) -> None:
     assert all(run.info.artifact_uri.startswith(artifacts) for run in [parent, *children])
     assert _artifacts(client, parent.info.run_id, "plots") == PLOTS
     assert _artifacts(client, parent.info.run_id, "tables") == {"tables/comparison.json", "tables/runs.json"}
+    assert _artifacts(client, parent.info.run_id, "attention") == {"attention/explorer.html"} and summary["explorer"] == ["attention/explorer.html"]
+    assert all("attention/explorer.html" in _artifacts(client, c.info.run_id, "attention") for c in children)
     table = summary["table"]
     assert [row["label"] for row in table] == ["dot", "additive"]
     for row in table:
