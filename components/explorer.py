@@ -91,11 +91,7 @@ def compact_document(document: Mapping[str, Any]) -> dict[str, Any]:
     _require(len(models) > 0, "models", "is empty, expected at least one model")
     out["models"] = [_model(model, f"models[{m}]") for m, model in enumerate(models)]
     _check_same_sources(out["models"])
-    # Extra top-level fields are kept: the contract allows optional additions.
-    for key, value in document.items():
-        if key not in out and key != "models" and key not in ("subtitle", "note"):
-            out[key] = value
-    return out
+    return _with_extras(out, document)
 
 
 def _model(model: Any, where: str) -> dict[str, Any]:
@@ -104,7 +100,7 @@ def _model(model: Any, where: str) -> dict[str, Any]:
     metrics = model.get("metrics")
     if metrics is not None:
         _require(isinstance(metrics, Mapping), f"{where}.metrics", "must be a mapping of name to number")
-        out["metrics"] = {str(k): _number(v, f"{where}.metrics[{k!r}]", finite=False) for k, v in metrics.items()}
+        out["metrics"] = {str(k): _metric(v, f"{where}.metrics[{k!r}]") for k, v in metrics.items()}
     views = _list(model.get("views"), f"{where}.views")
     for v, view in enumerate(views):
         _require(isinstance(view, str) and view, f"{where}.views[{v}]", "must be a non-empty string")
@@ -115,10 +111,7 @@ def _model(model: Any, where: str) -> dict[str, Any]:
     out["examples"] = [_example(ex, out["views"], f"{where}.examples[{e}]") for e, ex in enumerate(examples)]
     snapshots = model.get("snapshots")
     out["snapshots"] = None if snapshots is None else _snapshots(snapshots, f"{where}.snapshots")
-    for key, value in model.items():
-        if key not in out:
-            out[key] = value
-    return out
+    return _with_extras(out, model)
 
 
 def _example(example: Any, views: list[str], where: str) -> dict[str, Any]:
@@ -141,10 +134,7 @@ def _example(example: Any, views: list[str], where: str) -> dict[str, Any]:
         "gold": _gold(example.get("gold"), len(output), len(source), f"{where}.gold"),
         "weights": {view: _matrix(weights[view], len(output), len(source), f"{where}.weights[{view!r}]") for view in views},
     }
-    for key, value in example.items():
-        if key not in out:
-            out[key] = value
-    return out
+    return _with_extras(out, example)
 
 
 def _snapshots(snapshots: Any, where: str) -> dict[str, Any]:
@@ -168,11 +158,14 @@ def _snapshots(snapshots: Any, where: str) -> dict[str, Any]:
             "gold": _gold(example.get("gold"), len(output), len(source), f"{here}.gold"),
             "weights": [_matrix(m, len(output), len(source), f"{here}.weights[{i}]") for i, m in enumerate(matrices)],
         }
-        item.update({k: v for k, v in example.items() if k not in item})
-        examples.append(item)
-    out = {"epochs": list(epochs), "examples": examples}
-    out.update({k: v for k, v in snapshots.items() if k not in out})
-    return out
+        examples.append(_with_extras(item, example))
+    return _with_extras({"epochs": list(epochs), "examples": examples}, snapshots)
+
+
+def _with_extras(checked: dict[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+    """``checked`` plus the fields of ``given`` it lacks: the schema allows optional additions."""
+    checked.update({key: value for key, value in given.items() if key not in checked})
+    return checked
 
 
 def _check_same_sources(models: list[dict[str, Any]]) -> None:
@@ -198,7 +191,8 @@ def _matrix(value: Any, rows: int, cols: int, where: str) -> list[list[float | i
 
 
 def _weight(value: Any, where: str) -> float | int:
-    number = _number(value, where, finite=True)
+    number = _number(value, where)
+    _require(math.isfinite(number), where, f"is {number}, expected a finite number")
     _require(-WEIGHT_SLACK <= number <= 1 + WEIGHT_SLACK, where, f"is {number}, expected a weight in [0, 1]")
     rounded = round(min(max(number, 0.0), 1.0), WEIGHT_DECIMALS)
     return int(rounded) if rounded in (0.0, 1.0) else rounded
@@ -234,15 +228,20 @@ def _list(value: Any, where: str) -> list[Any]:
     return list(value)
 
 
-def _number(value: Any, where: str, finite: bool) -> float:
+def _metric(value: Any, where: str) -> float | None:
+    """A metric's value; NaN (a measure that does not apply, e.g. alignment without attention) is
+    null (as is None), which JSON can hold and the page shows as n/a."""
+    if value is None:
+        return None
+    number = _number(value, where)
+    return number if math.isfinite(number) else None
+
+
+def _number(value: Any, where: str) -> float:
     if hasattr(value, "item") and not isinstance(value, (int, float)):
         value = value.item()  # a numpy or torch scalar
     _require(isinstance(value, (int, float)) and not isinstance(value, bool), where, f"must be a number, got {value!r}")
-    number = float(value)
-    if math.isnan(number) or math.isinf(number):
-        _require(not finite, where, f"is {number}, expected a finite number")
-        return None  # type: ignore[return-value]  # JSON has no NaN: a missing metric shows as blank
-    return number
+    return float(value)
 
 
 def _text(mapping: Mapping[str, Any], key: str, where: str) -> str:
@@ -284,7 +283,7 @@ _PAGE = """<!DOCTYPE html>
     <h2 id="examples-heading">Examples</h2>
     <p id="note" class="note"></p>
     <div class="filters">
-      <label>search <input type="search" id="search" data-testid="search" placeholder="source, output or target" autocomplete="off"></label>
+      <label>search <input type="search" id="search" data-testid="search" placeholder="source, output, target" autocomplete="off"></label>
       <label class="check"><input type="checkbox" id="wrong-only" data-testid="wrong-only"> wrong only</label>
     </div>
     <p id="list-count" class="count" aria-live="polite"></p>

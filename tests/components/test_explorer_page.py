@@ -106,6 +106,12 @@ def test_a_model_without_attention_has_no_views(document):
     assert embedded(explorer_html(document))["models"][0]["views"] == []
 
 
+def test_a_metric_that_does_not_apply_is_null(document):
+    document["models"][0]["metrics"] = {"exact_match": 0.5, "alignment_accuracy": float("nan"), "erasure_flip_top": None}
+    metrics = embedded(explorer_html(document))["models"][0]["metrics"]
+    assert metrics == {"exact_match": 0.5, "alignment_accuracy": None, "erasure_flip_top": None}
+
+
 def test_optional_fields_may_be_added_and_are_kept(document):
     document["run_id"] = "abc"
     document["models"][0]["run_id"] = "def"
