@@ -225,7 +225,10 @@ def predictions_of(run_ids: list[str], inputs: list[str]) -> list[list]:
 
     by_run = []
     for run_id in run_ids:
-        config, task, model = load_run_model(run_id)
+        try:
+            config, task, model = load_run_model(run_id)
+        except UserError as exc:
+            raise UserError(f"{exc} (a sweep logs its runs' models only with --log-models or --register)") from None
         longest = source_limit(config)
         test_task = build_task(config, split="test") if config.test_task_options else None
         try:

@@ -92,6 +92,9 @@ def sweep(
     register: bool = typer.Option(
         False, "--register", help="register every finished run as attnlab-<task> and promote by the one rule (benchmark, lock)"
     ),
+    log_models: bool = typer.Option(
+        False, "--log-models", help="log every run's model to MLflow (off by default: a sweep compares; --register logs them anyway)"
+    ),
     json_output: bool = typer.Option(False, "--json", help="print the summary as one JSON object"),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="show Prefect's and MLflow's logs"),
 ) -> None:
@@ -114,6 +117,7 @@ def sweep(
             experiment=experiment,
             verbose=verbose,
             register=register,
+            log_models=log_models,
         )
         if save_plots is not None:
             summary["saved_plots"] = copy_plots(summary["parent_run_id"], save_plots)
@@ -183,6 +187,7 @@ def run_sweep(
     experiment: str | None,
     verbose: bool = False,
     register: bool = False,
+    log_models: bool = False,
 ) -> dict[str, Any]:
     """Check everything, then run the sweep flow on the chosen runner; its summary."""
     if runner not in RUNNERS:
@@ -240,7 +245,8 @@ def run_sweep(
         with interrupts_quietly(), workers_quiet, without_heartbeats() if server is not None else nullcontext():
             flow = sweep_flow.with_options(task_runner=task_runner(runner, parallel, dask_address))
             return flow(
-                base=base, grid=grid, seeds=seeds, experiment=experiment, max_parallel=parallel, threads=threads, bands=bands, register_models=register
+                base=base, grid=grid, seeds=seeds, experiment=experiment, max_parallel=parallel, threads=threads, bands=bands, register_models=register,
+                log_models=log_models,
             )
     except KeyboardInterrupt:
         raise fail("interrupted: the sweep run and its unfinished runs ended KILLED", 130) from None

@@ -42,11 +42,18 @@ progress = logging.getLogger("attnlab.sweep")
 
 @task(name="train-combination", cache_policy=NO_CACHE)
 def train_combination(
-    config: ExperimentConfig, experiment: str, parent_run_id: str, probe: list[str] | None, threads: int | None, name: str, register_models: bool = False,
+    config: ExperimentConfig,
+    experiment: str,
+    parent_run_id: str,
+    probe: list[str] | None,
+    threads: int | None,
+    name: str,
+    register_models: bool = False,
+    log_models: bool = False,
     compare: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Train one combination (the train flow, as a subflow; logged, and registered and promoted
-    by the one rule when ``register_models``); its summary.
+    """Train one combination (the train flow, as a subflow; logged, its model logged when
+    ``log_models``, registered and promoted by the one rule when ``register_models``); its summary.
 
     ``threads`` caps torch's threads in this worker (None: torch's default); ``compare`` are the
     sources of the sweep's explorer page, whose views the summary returns (``compared``)."""
@@ -59,7 +66,7 @@ def train_combination(
 
         torch.set_num_threads(threads)
     child = train_flow.with_options(flow_run_name=name)
-    return child(config=config, experiment=experiment, register_model=register_models, parent_run_id=parent_run_id, probe=probe, command="sweep", compare=compare)
+    return child(config=config, experiment=experiment, register_model=register_models, parent_run_id=parent_run_id, probe=probe, command="sweep", compare=compare, log_model=log_models)
 
 
 def _start_parent(client: MlflowClient, experiment: str, base: ExperimentConfig, grid: Grid, bands) -> str:
@@ -110,18 +117,19 @@ def _outcome(future, label: str, config: ExperimentConfig) -> dict[str, Any]:
 
 
 def _running_line(client: MlflowClient, parent_run_id: str) -> str | None:
-    """Where the runs in progress are, read from their MLflow runs (works for any runner)."""
+    """Where the runs in progress are, read from their MLflow runs (works for any runner): one
+    search per call, whatever the number of running runs (the latest epoch is a tag, the latest
+    validation score the run's metric value)."""
     parts = []
     for run in child_runs(client, parent_run_id, "RUNNING"):
-        history = client.get_metric_history(run.info.run_id, "val_exact_match")
         epochs = run.data.params.get("epochs", "?")
-        latest = max(history, key=lambda metric: metric.step, default=None)
-        where = f"epoch {latest.step}/{epochs} val_exact_match {latest.value:.3f}" if latest else "starting"
+        epoch, score = run.data.tags.get(tracking.EPOCH_TAG), run.data.metrics.get("val_exact_match")
+        where = f"epoch {epoch}/{epochs} val_exact_match {score:.3f}" if epoch and score is not None else "starting"
         parts.append(f"{run.data.tags.get('mlflow.runName', run.info.run_id)}: {where}")
     return "running: " + "; ".join(sorted(parts)) if parts else None
 
 
-def _run_all(jobs, experiment, parent_run_id, probes, threads, max_parallel, register_models: bool = False, report_every: float = 30.0, compares: dict[str, list[str]] | None = None) -> list[dict[str, Any]]:
+def _run_all(jobs, experiment, parent_run_id, probes, threads, max_parallel, register_models: bool = False, log_models: bool = False, report_every: float = 30.0, compares: dict[str, list[str]] | None = None) -> list[dict[str, Any]]:
     """Submit ``jobs`` [(label, config)], at most ``max_parallel`` at once; the outcomes in job
     order. Each outcome is reported as it comes, and the runs in progress every
     ``report_every`` seconds. ``compares``: task -> the sources of the sweep's explorer page."""
@@ -135,7 +143,7 @@ def _run_all(jobs, experiment, parent_run_id, probes, threads, max_parallel, reg
             index, (label, config) = pending.pop(0)
             name = f"{label.replace('/', '-')}-seed{config.seed}"
             future = train_combination.with_options(task_run_name=f"train-{name}").submit(
-                config, experiment, parent_run_id, probes.get(config.task), threads, name, register_models, compare=(compares or {}).get(config.task)
+                config, experiment, parent_run_id, probes.get(config.task), threads, name, register_models, log_models, compare=(compares or {}).get(config.task)
             )
             running[future] = (index, label, config)
             future.add_done_callback(finished.put)
@@ -253,12 +261,15 @@ def sweep_flow(
     threads: int | None = None,
     bands: list[tuple[int, int]] | None = None,
     register_models: bool = False,
+    log_models: bool = False,
 ) -> dict[str, Any]:
     """Run the sweep; its summary (JSON-ready): parent run, comparison table, runs, plots and,
     when ``register_models``, each registered run's promotion decision (``promotions``).
 
     ``grid`` maps dimensions (task, scorer, encoder, decoder) to plugin names; ``bands`` are
-    inclusive source-length ranges whose exact match is tabulated (e.g. ``[(21, 40)]``).
+    inclusive source-length ranges whose exact match is tabulated (e.g. ``[(21, 40)]``). Runs log
+    their model only when ``log_models`` or ``register_models`` (a model is 0.9 MB at the default
+    size and 2-3 s of logging per run).
     """
     grid_ = Grid({dim: tuple(values) for dim, values in grid.items()}, tuple(seeds))
     bands = [tuple(band) for band in bands or []]
@@ -277,7 +288,7 @@ def sweep_flow(
         train_max = {name: longest for name, (_, longest) in picked.items()}
         shared = {name: sweep_examples(splits.test, probes[name]) for name, (_, splits) in data.items()}
         compares = {name: [example.source for example in examples] for name, examples in shared.items()}
-        results = _run_all(jobs, experiment, parent_run_id, probes, threads, max(1, max_parallel), register_models, compares=compares)
+        results = _run_all(jobs, experiment, parent_run_id, probes, threads, max(1, max_parallel), register_models, log_models, compares=compares)
         settle_children(client, parent_run_id)  # a lost worker's run ends FAILED, its rerun linked
         comparison = _log_comparison(client, parent_run_id, results, labels, bands, train_max, workdir)
         data_seeds = {name: seed for name, (seed, _) in data.items()}

@@ -32,6 +32,8 @@ from attnlab.flows.mlflow_ui import experiment_tags
 from attnlab.flows.store import Store, already_exists
 
 #: Per-epoch metrics from the training callback -> their MLflow names.
+#: The latest finished epoch of a run, rewritten by every epoch's log.
+EPOCH_TAG = "attnlab.epoch"
 EPOCH_METRICS = {
     "train_loss": "train_loss",
     "val_loss": "val_loss",
@@ -108,10 +110,12 @@ def start_run(
 
 def log_epoch(client: MlflowClient, run_id: str, metrics: dict[str, float]) -> None:
     """One epoch's training and validation metrics, with step = epoch (MLflow draws the curves),
-    and the run's heartbeat, in one request."""
+    the run's heartbeat and its latest epoch (tag :data:`EPOCH_TAG`, which a sweep's progress
+    line reads from its one search), in one request."""
     step, now = int(metrics["epoch"]), int(time.time() * 1000)
     batch = [Metric(name, float(metrics[key]), now, step) for key, name in EPOCH_METRICS.items() if key in metrics]
-    client.log_batch(run_id, metrics=batch, tags=[RunTag(stale_runs.HEARTBEAT, stale_runs.heartbeat(now / 1000))])
+    tags = [RunTag(stale_runs.HEARTBEAT, stale_runs.heartbeat(now / 1000)), RunTag(EPOCH_TAG, str(step))]
+    client.log_batch(run_id, metrics=batch, tags=tags)
 
 
 def splits_frame(splits: Splits) -> pd.DataFrame:

@@ -70,6 +70,7 @@ def train_flow(
     benchmark_size: int = DEFAULT_SIZE,
     command: str = "train",
     compare: list[str] | None = None,
+    log_model: bool = True,
 ) -> dict[str, Any]:
     """Run one experiment end to end and return its summary (JSON-ready).
 
@@ -81,7 +82,8 @@ def train_flow(
     first, its attention returned as ``probe``. ``compare`` are sources whose explorer examples
     (:func:`attnlab.explorer_data.model_views`) the summary returns as ``compared`` (a sweep's
     parent page shows every run on the same inputs). ``command`` names the promoting command in the
-    decision's records.
+    decision's records. ``log_model=False`` (a sweep run by default) logs no model unless it is
+    registered: the run keeps its metrics, tables and figures; ``model.uri`` is then None.
     """
     experiment = experiment or tracking.experiment_name(config.task)
     tags = flow_run_tags()
@@ -96,7 +98,7 @@ def train_flow(
     try:
         end_stale_runs()
         promotion_settings = (margin, benchmark_size, experiment, command) if register_model and promote else None
-        summary = _steps(config, run_id, workdir, watch, promotion_settings, register_model, probe, compare)
+        summary = _steps(config, run_id, workdir, watch, promotion_settings, register_model, probe, compare, log_model)
         with _no_sigint():
             tracking.end_run(MlflowClient(), run_id, "FINISHED")
     except BaseException as exc:
@@ -164,6 +166,7 @@ def _steps(
     register: bool,
     probe: list[str] | None,
     compare: list[str] | None,
+    log_model: bool = True,
 ) -> dict[str, Any]:
     with watch("data"):
         data = dataset(config)
@@ -196,7 +199,8 @@ def _steps(
             version = tasks.register_model(run_id, trained.bundle, config, test_score, examples)
             model = registered(config.task, version)
         else:
-            model = {**registered(config.task, None), "uri": tasks.log_model(run_id, trained.bundle, config, examples)}
+            uri = tasks.log_model(run_id, trained.bundle, config, examples) if log_model else None
+            model = {**registered(config.task, None), "uri": uri}
     if promotion_settings is not None:
         with watch("promote"):
             model.update(promote_version(config, model["version"], run_id, data, *promotion_settings))

@@ -43,6 +43,12 @@ def _artifacts(client, run_id: str, path: str) -> set[str]:
     return {f.path for f in client.list_artifacts(run_id, path)}
 
 
+def _model_runs(client, runs) -> set[str]:
+    """The ids of ``runs`` that logged an MLflow model."""
+    logged = client.search_logged_models(list({run.info.experiment_id for run in runs}))
+    return {model.source_run_id for model in logged} & {run.info.run_id for run in runs}
+
+
 def check_linked_sweep(store: Path, summary: dict) -> None:
     """The tiny sweep's parent run holds 4 linked children, the tables and the plots."""
     assert summary["failed"] == 0 and summary["run_count"] == 4 and summary["combinations"] == 2
@@ -80,6 +86,13 @@ def test_tiny_sweep_links_children_to_one_parent_with_table_and_plots(capsys, em
     check_linked_sweep(empty_store, summary)
     assert sorted(Path(p).name for p in summary["saved_plots"]) == sorted(Path(p).name for p in PLOTS)
     assert all(Path(p).stat().st_size > 10_000 for p in summary["saved_plots"])
+    # A sweep compares: its runs log no model unless asked (--log-models, --register), and
+    # comparing their attention says so in one line instead of failing inside MLflow.
+    client, _, children = _runs(empty_store, summary["parent_run_id"])
+    assert not _model_runs(client, children)
+    compare_code, _, compare_err = attnlab(capsys, "compare", children[0].info.run_id, children[1].info.run_id, "--plot", str(tmp_path / "c.png"))
+    assert compare_code == 2
+    assert_one_line_error(compare_err, "no model at runs:/", "--log-models")
     assert err.count("[") >= 4 and "[4/4]" in err  # one progress line per finished run
 
 
@@ -120,7 +133,7 @@ def test_a_failing_combination_is_reported_and_the_others_finish(capsys, empty_s
                              {"thirdparty_exploding.py": EXPLODING})  # fmt: skip
     monkeypatch.setenv("PYTHONPATH", str(root))  # the worker processes see the plugin too
     args = [a if a != "dot,additive" else "dot,exploding" for a in TINY_SWEEP]
-    code, out, err = attnlab(capsys, *args)
+    code, out, err = attnlab(capsys, *args, "--log-models")
     assert code == 1, err
     summary = json.loads(out)
     assert summary["failed"] == 2 and summary["run_count"] == 4
@@ -131,6 +144,8 @@ def test_a_failing_combination_is_reported_and_the_others_finish(capsys, empty_s
     assert parent.info.status == "FAILED" and "2 of 4 combinations failed" in parent.data.tags["attnlab.error"]
     statuses = sorted((c.data.tags["scorer"], c.info.status) for c in children)
     assert statuses == [("dot", "FINISHED"), ("dot", "FINISHED"), ("exploding", "FAILED"), ("exploding", "FAILED")]
+    finished = [c for c in children if c.info.status == "FINISHED"]
+    assert _model_runs(client, children) == {c.info.run_id for c in finished}  # --log-models
     assert _artifacts(client, parent.info.run_id, "plots") == PLOTS  # reported all the same
     assert "FAILED: RuntimeError: this scorer always fails" in err
 
