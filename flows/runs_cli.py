@@ -203,15 +203,16 @@ def find_runs(client, store, given: list[str]) -> list:
     return found
 
 
-def default_inputs(client, run_id: str) -> list[str]:
-    """The first input the train flow plotted for ``run_id`` (its ``attention/weights.json``)."""
+def default_inputs(client, run_id: str) -> tuple[list[str], list]:
+    """The first input the train flow plotted for ``run_id`` (its ``attention/weights.json``) and
+    its gold alignment (None when the record has none)."""
     import mlflow.artifacts
     from mlflow.exceptions import MlflowException
 
     try:
         path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="attention/weights.json")
         records = json.loads(Path(path).read_text())
-        return [records[0]["source"]]
+        return [records[0]["source"]], [records[0].get("gold")]
     except (MlflowException, OSError, ValueError, LookupError, TypeError):
         raise UserError(f"run {run_id} logged no attention inputs; give the inputs with --input TEXT") from None
 
@@ -268,9 +269,11 @@ def compare(
             from attnlab.run_plots import attention_by_run
 
             ids = [record["run_id"] for record in records]
-            inputs = inputs or default_inputs(client, ids[0])
+            golds = None  # the gold alignment is known for the run's own test input only
+            if not inputs:
+                inputs, golds = default_inputs(client, ids[0])
             grid = predictions_of(ids, inputs)
-            saved = save_figure(attention_by_run([run_label(r) for r in records], grid), plot)
+            saved = save_figure(attention_by_run([run_label(r) for r in records], grid, golds), plot)
             compared["plot"] = str(saved)
             compared["predictions"] = [{"input": source, "outputs": {i: p.output for i, p in zip(ids, row)}} for source, row in zip(inputs, grid)]
             lines = [f"{source}: " + "  ".join(f"{short_id(i)} -> {p.output}" for i, p in zip(ids, row)) for source, row in zip(inputs, grid)]

@@ -135,9 +135,9 @@ def test_compare_prints_both_runs_and_plots_a_panel_per_run(capsys, two_runs, mo
 
     store, by_flow, by_api = two_runs
     point_at(store, monkeypatch)
-    figures = []
+    figures, calls = [], []
     draw = run_plots.attention_by_run
-    monkeypatch.setattr(run_plots, "attention_by_run", lambda *a: figures.append(draw(*a)) or figures[-1])
+    monkeypatch.setattr(run_plots, "attention_by_run", lambda *a: calls.append(a) or figures.append(draw(*a)) or figures[-1])
     plot = tmp_path / "compare.png"
     first, second = by_flow["run_id"], by_api["run_id"]
     code, out, err = attnlab(capsys, "compare", first[:8], second, "--plot", str(plot), "--input", "25-12-2023", "--json")
@@ -151,6 +151,16 @@ def test_compare_prints_both_runs_and_plots_a_panel_per_run(capsys, two_runs, mo
     assert set(payload["predictions"][0]["outputs"]) == {first, second}
     (figure,) = figures
     assert len([ax for ax in figure.axes if ax.images]) == 2  # one heatmap per run
+    assert calls[0][2] is None  # a given input has no known gold alignment
+
+    # Without --input: the first run's plotted test input, drawn with its gold alignment.
+    code, out, err = attnlab(capsys, "compare", first, second, "--plot", str(tmp_path / "default.png"), "--json")
+    assert code == 0, err
+    import mlflow.artifacts
+
+    record = json.loads(Path(mlflow.artifacts.download_artifacts(run_id=first, artifact_path="attention/weights.json")).read_text())[0]
+    assert [p["input"] for p in json.loads(out)["predictions"]] == [record["source"]]
+    assert record["gold"] and calls[1][2] == [record["gold"]]
 
     code, out, err = attnlab(capsys, "compare", first, second)
     assert code == 0, err
