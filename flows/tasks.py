@@ -105,8 +105,8 @@ def generate_data(spec: dict[str, Any], plugin: str) -> Path:
 
 
 @task(name="log-dataset", **LOGGING)
-def log_dataset(run_id: str, config: ExperimentConfig, data: Path) -> None:
-    tracking.log_dataset(MlflowClient(), run_id, config, load_splits(data))
+def log_dataset(run_id: str, config: ExperimentConfig, data: Path, shared_with: str | None = None) -> None:
+    tracking.log_dataset(MlflowClient(), run_id, config, load_splits(data), shared_with)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ Where the store is: :mod:`attnlab.flows.store`; models and the registry:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -32,6 +33,8 @@ from attnlab.flows.mlflow_ui import experiment_tags
 from attnlab.flows.store import Store, already_exists
 
 #: Per-epoch metrics from the training callback -> their MLflow names.
+#: Where a sweep run's data splits are (logged once per distinct data set on the sweep's parent run).
+SPLITS_TAG = "attnlab.splits"
 #: The latest finished epoch of a run, rewritten by every epoch's log.
 EPOCH_TAG = "attnlab.epoch"
 EPOCH_METRICS = {
@@ -124,9 +127,14 @@ def splits_frame(splits: Splits) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["split", "source", "target"])
 
 
-def log_dataset(client: MlflowClient, run_id: str, config: ExperimentConfig, splits: Splits) -> None:
+def log_dataset(client: MlflowClient, run_id: str, config: ExperimentConfig, splits: Splits, shared_with: str | None = None) -> None:
     """Each split as an MLflow dataset input (name, digest, schema, profile) and all of them as
-    ``data/splits.csv``."""
+    ``data/splits.csv``.
+
+    ``shared_with``: a sweep's parent run, whose runs share their data (one data set per seed for
+    every combination). The CSV then goes to that run once per distinct content, as
+    ``data/<sha256 prefix>/splits.csv``, and the run's tag :data:`SPLITS_TAG` names it
+    (``runs:/<parent>/data/<digest>/splits.csv``)."""
     frame = splits_frame(splits)
     inputs = []
     for split, part in frame.groupby("split", sort=False):
@@ -138,7 +146,14 @@ def log_dataset(client: MlflowClient, run_id: str, config: ExperimentConfig, spl
         # MlflowClient.log_inputs takes entities (mlflow.log_input would need the active run).
         inputs.append(DatasetInput(Dataset(**dataset.to_dict()), [InputTag("mlflow.data.context", split)]))
     client.log_inputs(run_id, datasets=inputs)
-    client.log_text(run_id, frame.to_csv(index=False), "data/splits.csv")
+    text = frame.to_csv(index=False)
+    if shared_with is None:
+        client.log_text(run_id, text, "data/splits.csv")
+        return
+    folder = f"data/{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+    if not any(item.path == f"{folder}/splits.csv" for item in client.list_artifacts(shared_with, folder)):
+        client.log_text(shared_with, text, f"{folder}/splits.csv")  # two runs racing write the same bytes
+    client.set_tag(run_id, SPLITS_TAG, f"runs:/{shared_with}/{folder}/splits.csv")
 
 
 def evaluation_metrics(evaluation: Evaluation) -> dict[str, float]:

@@ -78,7 +78,8 @@ def train_flow(
     ``register_model``, registered as ``attnlab-<task>``; ``promote`` then scores it and the
     champion on the registered model's benchmark (``benchmark_size`` examples drawn by the first
     promotion) and gives it the alias when it wins by more than ``margin``. ``parent_run_id``
-    makes the run a child of that MLflow run. ``probe`` is a ``[source, target]`` pair plotted
+    makes the run a child of that MLflow run, which then holds its data splits (once per distinct
+    data set, see :func:`attnlab.flows.tracking.log_dataset`). ``probe`` is a ``[source, target]`` pair plotted
     first, its attention returned as ``probe``. ``compare`` are sources whose explorer examples
     (:func:`attnlab.explorer_data.model_views`) the summary returns as ``compared`` (a sweep's
     parent page shows every run on the same inputs). ``command`` names the promoting command in the
@@ -98,7 +99,7 @@ def train_flow(
     try:
         end_stale_runs()
         promotion_settings = (margin, benchmark_size, experiment, command) if register_model and promote else None
-        summary = _steps(config, run_id, workdir, watch, promotion_settings, register_model, probe, compare, log_model)
+        summary = _steps(config, run_id, workdir, watch, promotion_settings, register_model, probe, compare, log_model, parent_run_id)
         with _no_sigint():
             tracking.end_run(MlflowClient(), run_id, "FINISHED")
     except BaseException as exc:
@@ -167,10 +168,11 @@ def _steps(
     probe: list[str] | None,
     compare: list[str] | None,
     log_model: bool = True,
+    parent_run_id: str | None = None,
 ) -> dict[str, Any]:
     with watch("data"):
         data = dataset(config)
-        tasks.log_dataset(run_id, config, data)
+        tasks.log_dataset(run_id, config, data, parent_run_id)  # a sweep's runs share their splits
     with watch("train"):
         trained = tasks.train(config, data, run_id, workdir)
     with watch("evaluate"):

@@ -65,6 +65,15 @@ def check_linked_sweep(store: Path, summary: dict) -> None:
     assert all(run.info.artifact_uri.startswith(artifacts) for run in [parent, *children])
     assert _artifacts(client, parent.info.run_id, "plots") == PLOTS
     assert _artifacts(client, parent.info.run_id, "tables") == {"tables/comparison.json", "tables/runs.json"}
+    # The data splits: once per distinct data set (one per seed) on the parent, named by each run.
+    shared = {f.path for folder in _artifacts(client, parent.info.run_id, "data") for f in client.list_artifacts(parent.info.run_id, folder)}
+    assert len(shared) == 2 and all(path.endswith("/splits.csv") for path in shared)
+    by_seed = {c.data.params["seed"]: set() for c in children}
+    for child in children:
+        assert not _artifacts(client, child.info.run_id, "data")
+        by_seed[child.data.params["seed"]].add(child.data.tags["attnlab.splits"])
+    assert {len(uris) for uris in by_seed.values()} == {1}  # a seed's runs share one file
+    assert {uri for uris in by_seed.values() for uri in uris} == {f"runs:/{parent.info.run_id}/{path}" for path in shared}
     assert _artifacts(client, parent.info.run_id, "attention") == {"attention/explorer.html"} and summary["explorer"] == ["attention/explorer.html"]
     assert all("attention/explorer.html" in _artifacts(client, c.info.run_id, "attention") for c in children)
     table = summary["table"]
