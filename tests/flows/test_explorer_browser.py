@@ -11,29 +11,18 @@ CI (env CI set), where that is a failure: CI installs both (make setup).
 from __future__ import annotations
 
 import json
-import os
 import random
-import shutil
-from pathlib import Path
 
 import pytest
 
 from attnlab.explorer import explorer_html, write_explorer
 from explorer_documents import date_document
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]  # fmt: skip
 # The last source is long: at 200% zoom its tokens must wrap and its grid scroll.
 SOURCES = ["25-12-2023", "01/02/1999", "7 Mar 2010", "2000.11.30", "Saturday, the fourth of July, 1987"]
 OUTPUTS = ["2023年12月52日", "1999年2月1日", "2010年3月7日", "2000年11月30日", "1987年7月4日"]
 TARGETS = ["2023年12月25日", "1999年2月1日", "2010年3月7日", "2000年11月30日", "1987年7月4日"]
 LONG = 4
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason}: CI must run the explorer's browser tests (make setup installs chromium and playwright)")
-    pytest.skip(f"{reason}: the explorer's browser tests need it (make setup installs it)")
 
 
 def weights(rng: random.Random, rows: int, cols: int) -> list[list[float]]:
@@ -87,21 +76,6 @@ def document() -> dict:
 
 
 DOCUMENT = document()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _unavailable("playwright is not installed")
-    executable = shutil.which("chromium") or "/usr/bin/chromium"
-    if not Path(executable).exists():
-        _unavailable("chromium is not installed")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture(scope="module")
