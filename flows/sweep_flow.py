@@ -27,7 +27,7 @@ from attnlab.compare import Grid, comparison_table, format_table, grid_configs, 
 from attnlab.compare_plots import accuracy_by_length, attention_side_by_side, learning_curves
 from attnlab.config import ExperimentConfig
 from attnlab.datasets import load_splits
-from attnlab.examples import pick_probe
+from attnlab.examples import gold_alignments, pick_probe
 from attnlab.explorer import write_explorer
 from attnlab.explorer_data import model_entry, sweep_document, sweep_examples, sweep_note
 from attnlab.flows import store, tracking
@@ -51,12 +51,15 @@ def train_combination(
     register_models: bool = False,
     log_models: bool = False,
     compare: list[str] | None = None,
+    probe_gold: list[list[int]] | None = None,
 ) -> dict[str, Any]:
     """Train one combination (the train flow, as a subflow; logged, its model logged when
     ``log_models``, registered and promoted by the one rule when ``register_models``); its summary.
 
     ``threads`` caps torch's threads in this worker (None: torch's default); ``compare`` are the
-    sources of the sweep's explorer page, whose views the summary returns (``compared``)."""
+    sources of the sweep's explorer page, whose views the summary returns (``compared``);
+    ``probe_gold`` the gold alignment of ``probe`` (drawn from one seed's data, it is not in
+    every run's test split)."""
     # Imported here: a task shipped to a worker process is pickled by value, and the flow it
     # refers to would arrive without the module globals its parameter annotations name.
     from attnlab.flows.train_flow import train_flow
@@ -66,7 +69,7 @@ def train_combination(
 
         torch.set_num_threads(threads)
     child = train_flow.with_options(flow_run_name=name)
-    return child(config=config, experiment=experiment, register_model=register_models, parent_run_id=parent_run_id, probe=probe, command="sweep", compare=compare, log_model=log_models)
+    return child(config=config, experiment=experiment, register_model=register_models, parent_run_id=parent_run_id, probe=probe, probe_gold=probe_gold, command="sweep", compare=compare, log_model=log_models)
 
 
 def _start_parent(client: MlflowClient, experiment: str, base: ExperimentConfig, grid: Grid, bands) -> str:
@@ -132,7 +135,8 @@ def _running_line(client: MlflowClient, parent_run_id: str) -> str | None:
 def _run_all(jobs, experiment, parent_run_id, probes, threads, max_parallel, register_models: bool = False, log_models: bool = False, report_every: float = 30.0, compares: dict[str, list[str]] | None = None) -> list[dict[str, Any]]:
     """Submit ``jobs`` [(label, config)], at most ``max_parallel`` at once; the outcomes in job
     order. Each outcome is reported as it comes, and the runs in progress every
-    ``report_every`` seconds. ``compares``: task -> the sources of the sweep's explorer page."""
+    ``report_every`` seconds. ``probes``: task -> ``([source, target], its gold alignment)``;
+    ``compares``: task -> the sources of the sweep's explorer page."""
     client = MlflowClient()
     pending = list(enumerate(jobs))
     finished: queue.Queue = queue.Queue()
@@ -142,9 +146,11 @@ def _run_all(jobs, experiment, parent_run_id, probes, threads, max_parallel, reg
         while pending and len(running) < max_parallel:
             index, (label, config) = pending.pop(0)
             name = f"{label.replace('/', '-')}-seed{config.seed}"
+            probe, probe_gold = probes.get(config.task, (None, None))
             future = train_combination.with_options(task_run_name=f"train-{name}").submit(
-                config, experiment, parent_run_id, probes.get(config.task), threads, name, register_models, log_models, compare=(compares or {}).get(config.task)
-            )
+                config, experiment, parent_run_id, probe, threads, name, register_models, log_models,
+                compare=(compares or {}).get(config.task), probe_gold=probe_gold,
+            )  # fmt: skip
             running[future] = (index, label, config)
             future.add_done_callback(finished.put)
         try:
@@ -284,9 +290,9 @@ def sweep_flow(
     try:
         data = {config.task: (config.seed, load_splits(dataset(config))) for config in {c.task: c for c in configs}.values()}
         picked = {name: pick_probe(splits) for name, (_, splits) in data.items()}
-        probes = {name: probe for name, (probe, _) in picked.items()}
+        probes = {name: (probe, gold_alignments(data[name][1].test, [probe[0]], [probe[1]])[0]) for name, (probe, _) in picked.items()}
         train_max = {name: longest for name, (_, longest) in picked.items()}
-        shared = {name: sweep_examples(splits.test, probes[name]) for name, (_, splits) in data.items()}
+        shared = {name: sweep_examples(splits.test, probes[name][0]) for name, (_, splits) in data.items()}
         compares = {name: [example.source for example in examples] for name, examples in shared.items()}
         results = _run_all(jobs, experiment, parent_run_id, probes, threads, max(1, max_parallel), register_models, log_models, compares=compares)
         settle_children(client, parent_run_id)  # a lost worker's run ends FAILED, its rerun linked

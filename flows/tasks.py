@@ -177,14 +177,17 @@ def evaluate_bundle(bundle: Path, data: Path, beam_size: int, device: str = "cpu
 
 
 @task(name="plot-attention", cache_policy=NO_CACHE)
-def plot_attention(bundle: Path, sources: list[str], targets: list[str], out_dir: Path, data: Path | None = None) -> Path:
+def plot_attention(
+    bundle: Path, sources: list[str], targets: list[str], out_dir: Path, data: Path | None = None, golds: list | None = None
+) -> Path:
     """Heatmaps (PNG; one per head as well for a multi-head scorer) of the bundled model's
     attention on ``sources`` and ``weights.json`` with the raw weights, their tokens and the gold
-    alignment (``gold``, from the test split of the data file ``data``; null when unknown),
-    which the heatmaps outline."""
+    alignment (``gold``: the one given in ``golds``, else from the test split of the data file
+    ``data``; null when unknown), which the heatmaps outline."""
     config, task_plugin, model = load_bundle(bundle)
     test_task = build_task(config, split="test") if config.test_task_options else None  # test examples may be longer
-    golds = gold_alignments(load_splits(data).test, sources, targets) if data is not None else [None] * len(sources)
+    found = gold_alignments(load_splits(data).test, sources, targets) if data is not None else [None] * len(sources)
+    golds = [given if given is not None else gold for given, gold in zip(golds or [None] * len(sources), found)]
     out_dir.mkdir(parents=True, exist_ok=True)
     records = []
     predictions = predict(model, task_plugin, sources, test_task=test_task)

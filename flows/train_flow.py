@@ -66,6 +66,7 @@ def train_flow(
     promote: bool = True,
     parent_run_id: str | None = None,
     probe: list[str] | None = None,
+    probe_gold: list[list[int]] | None = None,
     margin: float = 0.0,
     benchmark_size: int = DEFAULT_SIZE,
     command: str = "train",
@@ -80,7 +81,8 @@ def train_flow(
     promotion) and gives it the alias when it wins by more than ``margin``. ``parent_run_id``
     makes the run a child of that MLflow run, which then holds its data splits (once per distinct
     data set, see :func:`attnlab.flows.tracking.log_dataset`). ``probe`` is a ``[source, target]`` pair plotted
-    first, its attention returned as ``probe``. ``compare`` are sources whose explorer examples
+    first, its attention returned as ``probe``; ``probe_gold`` its gold alignment, for a probe that
+    is not in this run's test split (a sweep draws one probe from one seed's data). ``compare`` are sources whose explorer examples
     (:func:`attnlab.explorer_data.model_views`) the summary returns as ``compared`` (a sweep's
     parent page shows every run on the same inputs). ``command`` names the promoting command in the
     decision's records. ``log_model=False`` (a sweep run by default) logs no model unless it is
@@ -99,7 +101,8 @@ def train_flow(
     try:
         end_stale_runs()
         promotion_settings = (margin, benchmark_size, experiment, command) if register_model and promote else None
-        summary = _steps(config, run_id, workdir, watch, promotion_settings, register_model, probe, compare, log_model, parent_run_id)
+        probe_example = (probe, probe_gold) if probe else None
+        summary = _steps(config, run_id, workdir, watch, promotion_settings, register_model, probe_example, compare, log_model, parent_run_id)
         with _no_sigint():
             tracking.end_run(MlflowClient(), run_id, "FINISHED")
     except BaseException as exc:
@@ -165,7 +168,7 @@ def _steps(
     watch: Stopwatch,
     promotion_settings: tuple[float, int, str, str] | None,
     register: bool,
-    probe: list[str] | None,
+    probe: tuple[list[str], list[list[int]] | None] | None,
     compare: list[str] | None,
     log_model: bool = True,
     parent_run_id: str | None = None,
@@ -179,9 +182,11 @@ def _steps(
         evaluation = tasks.evaluate_bundle(trained.bundle, data, config.beam_size, str(config.torch_device()))
     with watch("plot"):
         sources, targets = pick_examples(evaluation.predictions)
+        golds = [None] * len(sources)
         if probe:
-            sources, targets = [probe[0], *sources], [probe[1], *targets]
-        attention = tasks.plot_attention(trained.bundle, sources, targets, workdir / "attention", data)
+            (source, target), gold = probe
+            sources, targets, golds = [source, *sources], [target, *targets], [gold, *golds]
+        attention = tasks.plot_attention(trained.bundle, sources, targets, workdir / "attention", data, golds)
         plots = tasks.plot_alignment_offsets(evaluation.alignment_offsets, workdir / "plots")
     with watch("explorer"):
         greedy = evaluation.predictions["correct"].tolist() if config.beam_size == 1 else None  # else decoded again

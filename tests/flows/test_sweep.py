@@ -74,6 +74,11 @@ def check_linked_sweep(store: Path, summary: dict) -> None:
         by_seed[child.data.params["seed"]].add(child.data.tags["attnlab.splits"])
     assert {len(uris) for uris in by_seed.values()} == {1}  # a seed's runs share one file
     assert {uri for uris in by_seed.values() for uri in uris} == {f"runs:/{parent.info.run_id}/{path}" for path in shared}
+    # The probe comes from one seed's test split; every run, of either seed, plots it with its gold
+    # alignment (reversal: output character i comes from source character L - 1 - i).
+    probes = [json.loads(Path(client.download_artifacts(c.info.run_id, "attention/weights.json")).read_text())[0] for c in children]
+    assert len({p["source"] for p in probes}) == 1
+    assert all(p["gold"] == [[len(p["source"]) - 1 - i] for i in range(len(p["source"]))] for p in probes)
     assert _artifacts(client, parent.info.run_id, "attention") == {"attention/explorer.html"} and summary["explorer"] == ["attention/explorer.html"]
     assert all("attention/explorer.html" in _artifacts(client, c.info.run_id, "attention") for c in children)
     table = summary["table"]
