@@ -49,13 +49,19 @@ def train(
     base = config or ExperimentConfig()
     if fields:
         base = ExperimentConfig.model_validate({**base.model_dump(), **fields})
-    check_start(base, experiment)
-    check_config(base)
     server = start_in_background()  # None when Prefect has an API URL or this process a server
-    check_store(resolve_store())
+    try:
+        check_start(base, experiment)
+        check_config(base)
+        check_store(resolve_store())
+    except BaseException:
+        if server is not None:
+            server.stop()
+        raise
+    from attnlab.flows.train_flow import train_flow
+
     if server is not None:
         server.wait()
-    from attnlab.flows.train_flow import train_flow
 
     return train_flow(config=base, experiment=experiment, register_model=register, promote=promote)
 

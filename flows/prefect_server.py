@@ -6,15 +6,17 @@ after all imports; its 20 s start-up bound fails on a busy machine while the hal
 stays registered on its port, so the next start binds the same port again; Ctrl-C in the terminal
 reaches the server too; and a command killed with SIGKILL leaves it running.
 
-:func:`start_in_background` starts the same server (Prefect's own class, app and uvicorn command
-line) instead, so that:
+:func:`start_in_background` starts the same server (Prefect's app and uvicorn command line, as
+Prefect's ``SubprocessASGIServer`` runs it) instead, so that:
 
-- it boots while the command does its other start-up work, and :meth:`Handle.wait`
-  waits for it as long as a loaded machine needs (``STARTUP_SECONDS``, or
+- it is launched before the command imports torch, Prefect or MLflow (launching imports none of
+  them) and boots on the other core while the command does the rest of its start-up;
+  :meth:`Handle.wait` waits for it as long as a loaded machine needs (``STARTUP_SECONDS``, or
   ``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS`` when set), then fails in one line, having
   stopped the process it started;
-- it is the process's one registered ephemeral server: Prefect's client reuses it and never
-  starts another;
+- once it answers, it is this process's Prefect API: :meth:`Handle.wait` exports its URL as
+  ``PREFECT_API_URL`` and refreshes Prefect's global settings, so Prefect's client (in every
+  thread) and the worker processes this command starts use it and never start another;
 - it runs in its own session, out of reach of the terminal's Ctrl-C, under
   :mod:`attnlab.flows.server_child`, which ends it when this process is gone, however it ended;
 - its output goes to ``<cache>/logs/prefect-server.log``, not the terminal (uvicorn prints a
@@ -26,8 +28,11 @@ behaves as usual.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import importlib.util
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -43,6 +48,8 @@ from attnlab.flows.servers import healthy
 STARTUP_SECONDS = 300.0
 #: uvicorn's exit status when it cannot bind its port (then another port is tried).
 PORT_TAKEN = 3
+#: How long a stopped server may take to end before it is killed.
+STOP_SECONDS = 10.0
 
 
 class ServerStartFailed(UserError):
@@ -64,47 +71,68 @@ def startup_seconds() -> float:
         return STARTUP_SECONDS
 
 
-def _server_class():
-    import prefect
-    from prefect.server.api.server import SubprocessASGIServer
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _prefect_wants_one() -> bool:
+    """Whether Prefect, as configured (environment, profile, test harness), has no API URL and may
+    start a temporary server. Imports Prefect's settings (~1 s): called once they are imported."""
     from prefect.settings import get_current_settings
 
-    class TemporaryServer(SubprocessASGIServer):
-        """Prefect's SubprocessASGIServer, started by this module: see the module docstring."""
+    settings = get_current_settings()
+    return not settings.api.url and bool(settings.server.ephemeral.enabled)
 
-        def launch(self) -> None:
-            """Start the server process on a free port (returns at once)."""
-            self.port = self.find_available_port()
-            path = log_path()
-            path.parent.mkdir(parents=True, exist_ok=True)
-            env = {
-                **os.environ,
-                # The same command and environment as SubprocessASGIServer._run_uvicorn_command.
-                "PREFECT_UI_ENABLED": "0",
-                "PREFECT__SERVER_EPHEMERAL": "1",
-                "PREFECT__SERVER_FINAL": "1",
-                **get_current_settings().to_environment_variables(exclude_unset=True),
-            }
-            command = [
-                sys.executable, "-m", "attnlab.flows.server_child", str(os.getpid()), "uvicorn",
-                "--app-dir", str(prefect.__module_path__.parent),
-                "--factory", "prefect.server.api.server:create_app",
-                "--host", "127.0.0.1", "--port", str(self.port),
-                "--log-level", "error", "--lifespan", "on",
-            ]  # fmt: skip
-            with open(path, "ab") as log:
-                self.server_process = subprocess.Popen(
-                    command, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-                )
 
-        def wait_healthy(self, seconds: float) -> None:
-            """Return once /api/health answers 200; raise ServerStartFailed after ``seconds`` or
-            when the process exits (another port is tried when its port was taken meanwhile)."""
-            deadline = time.monotonic() + seconds
+class Handle:
+    """A temporary server starting in the background; :meth:`wait` before the first flow run."""
+
+    def __init__(self) -> None:
+        self.process: subprocess.Popen | None = None
+        self.port = 0
+        self.error: BaseException | None = None
+        self._launch()
+        atexit.register(self.stop)
+        self.thread = threading.Thread(target=self._wait_healthy, name="prefect-server-start", daemon=True)
+        self.thread.start()
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api"
+
+    def _launch(self) -> None:
+        """Start the server process on a free port (returns at once; imports nothing heavy)."""
+        self.port = _free_port()
+        prefect_dir = Path(importlib.util.find_spec("prefect").submodule_search_locations[0])
+        path = log_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+        # The same command and environment as Prefect's SubprocessASGIServer._run_uvicorn_command.
+        env.update(PREFECT_UI_ENABLED="0", PREFECT__SERVER_EPHEMERAL="1", PREFECT__SERVER_FINAL="1")
+        command = [
+            sys.executable, "-m", "attnlab.flows.server_child", str(os.getpid()), "uvicorn",
+            "--app-dir", str(prefect_dir.parent),
+            "--factory", "prefect.server.api.server:create_app",
+            "--host", "127.0.0.1", "--port", str(self.port),
+            "--log-level", "error", "--lifespan", "on",
+        ]  # fmt: skip
+        with open(path, "ab") as log:
+            self.process = subprocess.Popen(
+                command, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+
+    def _wait_healthy(self) -> None:
+        """Return once /api/health answers 200; keep ServerStartFailed after the start-up bound or
+        when the process exits (another port is tried when its port was taken meanwhile)."""
+        seconds = startup_seconds()
+        deadline = time.monotonic() + seconds
+        try:
             while True:
-                code = self.server_process.poll()
+                code = self.process.poll()
                 if code == PORT_TAKEN:
-                    self.launch()
+                    self._launch()
                     continue
                 if code is not None:
                     raise ServerStartFailed(
@@ -119,64 +147,55 @@ def _server_class():
                         "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS higher, or run 'attnlab server' "
                         "and export the PREFECT_API_URL it prints"
                     )
-                time.sleep(0.2)
-
-        def start(self, timeout: int | None = None) -> None:
-            """What Prefect's client calls: the server is already started (or the command failed)."""
-            if not self.running:
-                raise ServerStartFailed("Prefect's temporary API server is not running")
-
-    return TemporaryServer
-
-
-def _wanted() -> bool:
-    from prefect.settings import get_current_settings
-
-    settings = get_current_settings()
-    return not settings.api.url and bool(settings.server.ephemeral.enabled)
-
-
-class Handle:
-    """A temporary server starting in the background; :meth:`wait` before the first flow run."""
-
-    def __init__(self, server) -> None:
-        self.server = server
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._wait, name="prefect-server-start", daemon=True)
-        self.thread.start()
-
-    def _wait(self) -> None:
-        try:
-            self.server.wait_healthy(startup_seconds())
-            self.server.running = True
+                time.sleep(0.1)
         except BaseException as exc:  # noqa: BLE001  re-raised by wait()
             self.error = exc
 
-    def wait(self) -> None:
-        """Return once the server answers; else stop it and raise ServerStartFailed (one line)."""
+    def wait(self) -> bool:
+        """Return once the server answers, made this process's Prefect API (True); False, the
+        server stopped, when Prefect turns out to have an API URL of its own (a profile's, the test
+        harness's). Else stop it and raise ServerStartFailed (one line)."""
+        if not _prefect_wants_one():
+            self.stop()
+            return False
         self.thread.join()
         if self.error is not None:
-            self.server.stop()
+            self.stop()
             raise self.error if isinstance(self.error, UserError) else ServerStartFailed(str(self.error))
+        from prefect.context import refresh_global_settings_context
+
+        os.environ["PREFECT_API_URL"] = self.api_url  # the worker processes this command starts too
+        refresh_global_settings_context()
+        return True
+
+    def stop(self) -> None:
+        """End the server (SIGTERM: uvicorn's graceful shutdown; SIGKILL after STOP_SECONDS)."""
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        process.terminate()
+        try:
+            process.wait(STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+_started: Handle | None = None
 
 
 def start_in_background() -> Handle | None:
-    """Start Prefect's temporary server (see the module docstring); None when Prefect has an API
-    URL. The process starts in the calling thread, a daemon thread waits for it to answer."""
-    if not _wanted():
+    """Launch Prefect's temporary server (see the module docstring); None when Prefect has an API
+    URL or this process has one running already. When Prefect is not imported yet only the
+    environment's ``PREFECT_API_URL`` is looked at, so that launching imports nothing heavy;
+    :meth:`Handle.wait` then checks Prefect's whole configuration."""
+    global _started
+    if os.environ.get("PREFECT_API_URL") or (_started is not None and _started.process is not None):
         return None
-    import atexit
-
-    from prefect.server.api.server import SubprocessASGIServer
-
-    existing = SubprocessASGIServer._instances.get(None)
-    if existing is not None and existing.running:
-        return None  # this process has one already
-    SubprocessASGIServer._instances.pop(None, None)
-    server = _server_class()()  # registered as the process's default (port None) instance
-    server.launch()
-    atexit.register(server.stop)
-    return Handle(server)
+    if "prefect.settings" in sys.modules and not _prefect_wants_one():
+        return None
+    _started = Handle()
+    return _started
 
 
 @contextlib.contextmanager
@@ -198,16 +217,10 @@ def share_with_workers() -> str | None:
     """Export the Prefect API this process uses as ``PREFECT_API_URL``, so the worker processes
     it starts (a process pool, a local Dask cluster) use the same server instead of each starting
     its own temporary one (~10-45 s apiece, and their runs would not show up here). The URL, or
-    None when there is none yet."""
+    None when there is none."""
     from prefect.settings import get_current_settings
 
     url = get_current_settings().api.url
-    if not url:
-        from prefect.server.api.server import SubprocessASGIServer
-
-        server = SubprocessASGIServer._instances.get(None)
-        if server is None or not server.running:
-            return None
-        url = server.api_url
-    os.environ["PREFECT_API_URL"] = str(url)
-    return str(url)
+    if url:
+        os.environ["PREFECT_API_URL"] = str(url)
+    return str(url) if url else None

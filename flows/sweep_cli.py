@@ -214,6 +214,9 @@ def run_sweep(
     if dask_address:
         check_dask_address(dask_address)
         check_cluster_stores(dask_address)
+    from attnlab.flows.prefect_server import share_with_workers, start_in_background, without_heartbeats
+
+    server = start_in_background()  # boots while the store is checked and the flow imported
     # An existing cluster sizes itself: by default every run is handed to it at once.
     parallel = max_parallel or (len(configs) if dask_address else min(len(configs), os.cpu_count() or 1))
     # Local workers share this machine's cores; a remote cluster sizes its own workers.
@@ -224,13 +227,11 @@ def run_sweep(
     from attnlab.flows import store
 
     store.check_store(store.resolve_store())
-    from attnlab.flows.prefect_server import share_with_workers, start_in_background, without_heartbeats
-
-    server = start_in_background()
-    if server is not None:
-        server.wait()
-    share_with_workers()
     from attnlab.flows.sweep_flow import sweep_flow
+
+    if server is not None and not server.wait():
+        server = None  # Prefect has an API URL of its own
+    share_with_workers()
 
     typer.echo(
         f"sweep: {len(configs)} runs ({len(configs) // len(seeds)} combinations x {len(seeds)} seeds) on {base.task}, "

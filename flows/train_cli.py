@@ -201,14 +201,14 @@ def run_training(
 
     watch = Stopwatch(imports=time.perf_counter() - STARTED)
     with watch("check"):
-        config = build_config(config_file, flags, options)
-        check_start(config, experiment)
-        check_config(config)  # before anything starts: a mistake costs ~1.5 s, not a server
+        config = build_config(config_file, flags, options)  # a bad value is refused before anything starts
     with watch("prefect_start"):
         from attnlab.flows.prefect_server import start_in_background, without_heartbeats
 
-        server = start_in_background()
+        server = start_in_background()  # boots while torch, MLflow and Prefect are imported here
     with watch("check"):
+        check_start(config, experiment)
+        check_config(config)
         from attnlab.flows.store import check_store, resolve_store
 
         store = resolve_store()
@@ -220,8 +220,8 @@ def run_training(
         if server is not None:
             preload()
     with watch("prefect_start"):
-        if server is not None:
-            server.wait()
+        if server is not None and not server.wait():
+            server = None  # Prefect has an API URL of its own
     typer.echo(
         f"training {config.scorer}/{config.encoder}/{config.decoder} on {config.task} "
         f"({config.train_size}/{config.validation_size}/{config.test_size} examples, up to "

@@ -80,3 +80,36 @@ def test_a_server_that_cannot_start_in_time_is_one_line_and_stopped(tmp_path):
     assert_one_line_error(done.stderr, "Prefect's temporary API server did not answer within 1 s",
                           "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "attnlab server")  # fmt: skip
     assert started_by(tmp_path) == []
+
+
+def test_launching_the_server_imports_neither_prefect_nor_torch_nor_mlflow(tmp_path):
+    """The server is launched before the command's heavy imports, so that it boots meanwhile."""
+    script = (
+        "import sys\n"
+        "from attnlab.flows.prefect_server import start_in_background\n"
+        "handle = start_in_background()\n"
+        "print(handle is not None, sorted(m for m in ('prefect', 'torch', 'mlflow') if m in sys.modules))\n"
+        "handle.stop()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], env=command_env(tmp_path), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "[]"]
+    assert started_by(tmp_path) == []
+
+
+def test_a_server_launched_where_prefect_has_an_api_url_of_its_own_is_stopped_unused(tmp_path, monkeypatch):
+    """Prefect's API URL can come from a profile or the test harness (this session's), not only
+    the environment: the launched server is then stopped and Prefect's own API kept."""
+    from prefect.settings import get_current_settings
+
+    from attnlab.flows import prefect_server
+
+    monkeypatch.setenv("ATTNLAB_CACHE_DIR", str(tmp_path / "cache"))
+    configured = get_current_settings().api.url
+    assert configured  # the session's harness
+    assert prefect_server.start_in_background() is None  # Prefect is imported: its settings say so
+    handle = prefect_server.Handle()
+    process = psutil.Process(handle.process.pid)
+    assert handle.wait() is False
+    assert not process.is_running() or process.status() == psutil.STATUS_ZOMBIE
+    assert get_current_settings().api.url == configured and os.environ.get("PREFECT_API_URL") != handle.api_url
