@@ -157,6 +157,34 @@ def test_a_default_sized_page_loads(browser, tmp_path):
     assert errors == []
 
 
+def reversal_document(length: int = 40) -> dict:
+    """Two digit strings reversed, one of ``length`` characters (a bottleneck-study source: no
+    space to break at), the short one wrong."""
+    rng = random.Random(3)
+    examples = []
+    for source, correct in (("".join(str(rng.randrange(10)) for _ in range(length)), True), ("0123456789", False)):
+        target = source[::-1]
+        output = list(target if correct else "9" + target[1:]) + ["<eos>"]
+        examples.append({"source_tokens": list(source), "output_tokens": output, "target": target, "correct": correct,
+                         "gold": [[len(source) - 1 - i] for i in range(len(source))] + [[]],
+                         "weights": {"average": weights(rng, len(output), len(source))}})  # fmt: skip
+    return {"version": 1, "title": "attnlab run reverse", "subtitle": "reverse task", "note": "2 test examples",
+            "models": [{"name": "additive", "metrics": {"exact_match": 0.5}, "views": ["average"], "examples": examples}]}
+
+
+@pytest.mark.parametrize("viewport", [(1280, 900), (640, 450)])
+def test_a_long_source_without_spaces_stays_inside_the_example_list(browser, tmp_path, viewport):
+    """A 40-digit source (the bottleneck study's) wraps inside its list item, at 100% and at 200%
+    zoom (a 640x450 CSS-pixel viewport), instead of running past the list's edge."""
+    path = write_explorer(reversal_document(), tmp_path / "explorer.html")
+    page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
+    page.goto(path.as_uri())
+    page.wait_for_selector("body[data-ready]")
+    widths = page.eval_on_selector_all('[data-testid="example-item"], #example-list', "ns => ns.map(n => n.scrollWidth - n.clientWidth)")
+    page.close()
+    assert len(widths) == 3 and max(widths) <= 1, widths
+
+
 def test_the_page_works_in_a_sandboxed_frame_as_the_mlflow_ui_shows_it(browser, tmp_path):
     """MLflow's artifact viewer shows an HTML artifact as <iframe sandbox="allow-scripts"> of a
     blob: URL (an opaque origin: no storage, no same-origin access to the parent)."""
