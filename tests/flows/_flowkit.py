@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -62,3 +65,34 @@ class Burners:
         for process in self.processes:
             process.kill()
             process.wait()
+
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]  # fmt: skip
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}: CI must run the browser tests (make setup installs chromium and playwright)")
+    pytest.skip(f"{reason}: the browser tests need it (make setup installs it)")
+
+
+@contextmanager
+def chromium() -> Iterator:
+    """A headless Debian chromium driven by Playwright (never a downloaded browser); skipped
+    without either, except under CI (env CI set), where that is a failure. While it is open,
+    Playwright's event loop runs in this thread, and Prefect's sync calls (run_deployment, ...)
+    then return coroutines: keep it open only around the browser's own work."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("playwright is not installed")
+    executable = shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(executable).exists():
+        _unavailable("chromium is not installed")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()

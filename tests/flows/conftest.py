@@ -4,13 +4,12 @@ stores, and a store with a trained model shared by the session (helpers: _flowki
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
 import attnlab.flows  # noqa: F401  (telemetry defaults before prefect and mlflow are imported)
-from _flowkit import LEARNS, point_at, run_flow
+from _flowkit import LEARNS, chromium, point_at, run_flow
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -59,28 +58,8 @@ def _restore_environment():
     os.environ.update(saved)
 
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]  # fmt: skip
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason}: CI must run the browser tests (make setup installs chromium and playwright)")
-    pytest.skip(f"{reason}: the browser tests need it (make setup installs it)")
-
-
 @pytest.fixture(scope="module")
 def browser():
-    """A headless Debian chromium driven by Playwright (never a downloaded browser); skipped
-    without either, except under CI (env CI set), where that is a failure."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _unavailable("playwright is not installed")
-    executable = shutil.which("chromium") or "/usr/bin/chromium"
-    if not Path(executable).exists():
-        _unavailable("chromium is not installed")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+    """:func:`chromium` for a whole module of browser tests."""
+    with chromium() as browser:
         yield browser
-        browser.close()

@@ -19,7 +19,7 @@ import pytest
 
 from attnlab.flows import cli, servers
 
-from _flowkit import Burners, assert_one_line_error, client_for
+from _flowkit import Burners, assert_one_line_error, chromium, client_for
 
 DEPLOYMENT = "attnlab-retrain/test-nightly"
 CRON = "0 3 * * *"
@@ -142,21 +142,19 @@ def test_the_prefect_ui_calls_the_api_on_the_chosen_port(service):
 
 
 @pytest.mark.slow
-def test_the_prefect_ui_on_the_chosen_port_lists_the_deployment_in_chromium(service, browser):
+def test_the_prefect_ui_on_the_chosen_port_lists_the_deployment_in_chromium(service):
     """The UI as a user opens it, in a real headless Chromium: every API call it makes goes to the
     chosen port, and its deployments page lists the served deployment. With the UI's API URL left
     at its default, the page calls port 4200 and shows "Can't connect to Server API"."""
     prefect_port, _ = service.ports
     base = f"http://127.0.0.1:{prefect_port}"
-    page = browser.new_page()
     api_calls: list[str] = []
-    page.on("request", lambda request: api_calls.append(request.url) if "/api/" in request.url else None)
-    try:
+    with chromium() as browser:  # closed before the module's next test calls Prefect
+        page = browser.new_page()
+        page.on("request", lambda request: api_calls.append(request.url) if "/api/" in request.url else None)
         page.goto(f"{base}/deployments", timeout=300_000)  # hang guards: the events are the page's
         page.get_by_text("test-nightly").first.wait_for(timeout=300_000)
         shown = page.inner_text("body")
-    finally:
-        page.close()
     assert "Can't connect" not in shown
     assert api_calls and [url for url in api_calls if not url.startswith(f"{base}/api/")] == []
 

@@ -10,6 +10,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from attnlab.config import ExperimentConfig
@@ -71,6 +72,13 @@ def transposed(make_distribution) -> Path:
     )
 
 
+def _environ(process: psutil.Process) -> dict[str, str]:
+    try:
+        return process.environ()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return {}
+
+
 def test_broken_scorer_stops_attnlab_train_before_training_in_one_line(transposed, tmp_path):
     env = {key: value for key, value in os.environ.items() if key != "MLFLOW_TRACKING_URI"}
     env.update(PYTHONPATH=str(transposed), ATTNLAB_CACHE_DIR=str(tmp_path / "cache"))
@@ -88,7 +96,12 @@ def test_broken_scorer_stops_attnlab_train_before_training_in_one_line(transpose
         "attnlab: error: scorer 'transposed' (thirdparty_transposed:TransposedAttention, from thirdparty-transposed 1.0): "
         "score(query [3, 2, 128], keys [3, 5, 128]): expected a tensor of shape [B, Lq, Lk] = [3, 2, 5], got [3, 5, 2]"
     ), lines[0]
-    assert not (tmp_path / "mlflow").exists() and not (tmp_path / "cache").exists()  # no store, no data
+    # No store, no data, no checkpoint: the cache holds at most the log of Prefect's temporary
+    # server, launched as soon as the command line was read and stopped with the command.
+    assert not (tmp_path / "mlflow").exists()
+    cache = tmp_path / "cache"
+    assert [p.relative_to(cache).as_posix() for p in cache.rglob("*") if p.is_file()] in ([], ["logs/prefect-server.log"])
+    assert [p.pid for p in psutil.process_iter() if _environ(p).get("ATTNLAB_CACHE_DIR") == str(cache)] == []
     assert seconds < 60, seconds  # imports and the check only (a few seconds), not a training run
 
 
