@@ -1,8 +1,8 @@
 """What a sweep run costs besides its training, against real servers, and what it sends them.
 
 Starts a real MLflow tracking server (SQLite, served artifacts, access log) and a real Prefect
-server on 127.0.0.1, then runs the same 4-run sweep (`attnlab sweep --scorer dot,additive
---seeds 0,1`, two at a time on the process runner) once per variant, taking turns:
+server on 127.0.0.1, then runs the same 6-run sweep (`attnlab sweep --scorer dot,additive
+--seeds 0,1,2`, two at a time on the process runner) once per variant, taking turns:
 
 - `--log-models`: every run logs its pyfunc model (what every sweep run did before);
 - default: runs log no model (the flag's default).
@@ -10,7 +10,8 @@ server on 127.0.0.1, then runs the same 4-run sweep (`attnlab sweep --scorer dot
 Per variant it prints, as medians over the rounds:
 
 - per run, MLflow run duration minus training seconds (the work of a run that is not training:
-  data, evaluation, plots, logging), and the sweep's wall time against 1.5 x the sum of its
+  data, evaluation, plots, logging), over all runs and over the runs on a warm worker (a worker
+  process's second and later runs: its first also pays the imports and the store set-up), and the sweep's wall time against 1.5 x the sum of its
   training seconds plus one start-up (command start to the first run's start);
 - tracking requests per run (the server's access log during the sweep, divided by the runs:
   the parent's own requests included) and artifact bytes per run (what the sweep added to the
@@ -35,7 +36,7 @@ from pathlib import Path
 
 from attnlab.flows.servers import Server, prefect_command, stop_all, wait_healthy
 
-SWEEP = ["sweep", "--scorer", "dot,additive", "--seeds", "0,1", "--max-parallel", "2", "--json"]
+SWEEP = ["sweep", "--scorer", "dot,additive", "--seeds", "0,1,2", "--max-parallel", "2", "--json"]
 VARIANTS = {"--log-models (before)": ["--log-models"], "default (after)": []}
 
 
@@ -93,14 +94,22 @@ def one_sweep(folder: Path, tracking: str, prefect_api: str, flags: list[str]) -
     parent_bytes = folder_bytes(folder / "artifacts" / parent.info.experiment_id / parent.info.run_id)
     added = folder_bytes(folder / "artifacts") - bytes_before - parent_bytes
     train = [run.data.metrics["train_seconds"] for run in children]
-    not_training = [(run.info.end_time - run.info.start_time) / 1000 - run.data.metrics["train_seconds"] for run in children]
+    not_training = {run.info.run_id: (run.info.end_time - run.info.start_time) / 1000 - run.data.metrics["train_seconds"] for run in children}
+    # A worker process's first run also pays its imports and store set-up; the later ones ran on
+    # a warm worker (the worker is the run's owner process, tag attnlab.pid).
+    first_of_worker = {}
+    for run in sorted(children, key=lambda r: r.info.start_time):
+        first_of_worker.setdefault(run.data.tags.get("attnlab.pid"), run.info.run_id)
+    warm = [seconds for run_id, seconds in not_training.items() if run_id not in first_of_worker.values()]
     startup = min(run.info.start_time for run in children) / 1000 - started
     return {
         "runs": len(children),
         "wall": wall,
         "startup": startup,
         "train_sum": sum(train),
-        "not_training_per_run": statistics.median(not_training),
+        "not_training_per_run": statistics.median(not_training.values()),
+        "not_training_warm": statistics.median(warm) if warm else float("nan"),
+        "warm_runs": len(warm),
         "bound": 1.5 * sum(train) + startup,
         "requests_per_run": requests / len(children),
         "child_bytes_per_run": added / len(children),
@@ -130,12 +139,14 @@ def main() -> None:
         ("sum of training (s)", "train_sum", "{:.1f}"),
         ("1.5 x training + start-up (s)", "bound", "{:.1f}"),
         ("not training, per run (s)", "not_training_per_run", "{:.2f}"),
+        ("  runs on a warm worker", "warm_runs", "{:.0f}"),
+        ("  not training, warm worker (s)", "not_training_warm", "{:.2f}"),
         ("tracking requests per run", "requests_per_run", "{:.0f}"),
         ("artifact bytes per run", "child_bytes_per_run", "{:,.0f}"),
         ("artifact bytes of the parent", "parent_bytes", "{:,.0f}"),
     ]
     names = list(VARIANTS)
-    print(f"4-run sweep ({' '.join(SWEEP[1:-1])}) against real servers, median of {args.rounds} rounds")
+    print(f"{results[names[0]][0]['runs']:.0f}-run sweep ({' '.join(SWEEP[1:-1])}) against real servers, median of {args.rounds} rounds")
     print(f"  {'':<32}" + "".join(f"{name:>24}" for name in names))
     for label, key, fmt in rows:
         print(f"  {label:<32}" + "".join(f"{fmt.format(statistics.median(r[key] for r in results[name])):>24}" for name in names))
