@@ -11,8 +11,9 @@ Per variant it prints, as medians over the rounds:
 
 - per run, MLflow run duration minus training seconds (the work of a run that is not training:
   data, evaluation, plots, logging), over all runs and over the runs on a warm worker (a worker
-  process's second and later runs: its first also pays the imports and the store set-up), and the sweep's wall time against 1.5 x the sum of its
-  training seconds plus one start-up (command start to the first run's start);
+  process's second and later runs: its first also pays the imports and the store set-up), and
+  the sweep's wall time against 1.5 x the sum of its training seconds plus one start-up (command
+  start to the first run's start);
 - tracking requests per run (the server's access log during the sweep, divided by the runs:
   the parent's own requests included) and artifact bytes per run (what the sweep added to the
   served artifact store, logged models included, less the parent's folder, divided by the runs),

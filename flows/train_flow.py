@@ -80,12 +80,12 @@ def train_flow(
     champion on the registered model's benchmark (``benchmark_size`` examples drawn by the first
     promotion) and gives it the alias when it wins by more than ``margin``. ``parent_run_id``
     makes the run a child of that MLflow run, which then holds its data splits (once per distinct
-    data set, see :func:`attnlab.flows.tracking.log_dataset`). ``probe`` is a ``[source, target]`` pair plotted
-    first, its attention returned as ``probe``; ``probe_gold`` its gold alignment, for a probe that
-    is not in this run's test split (a sweep draws one probe from one seed's data). ``compare`` are sources whose explorer examples
-    (:func:`attnlab.explorer_data.model_views`) the summary returns as ``compared`` (a sweep's
-    parent page shows every run on the same inputs). ``command`` names the promoting command in the
-    decision's records. ``log_model=False`` (a sweep run by default) logs no model unless it is
+    data set, see :func:`attnlab.flows.tracking.log_dataset`). ``probe`` is a ``[source, target]``
+    pair plotted first, its attention returned as ``probe``; ``probe_gold`` its gold alignment, for
+    a probe that is not in this run's test split (a sweep draws one probe from one seed's data).
+    ``compare`` are sources whose explorer examples (:func:`attnlab.explorer_data.model_views`) the
+    summary returns as ``compared`` (a sweep's parent page shows every run on the same inputs).
+    ``command`` names the promoting command in the decision's records. ``log_model=False`` (a sweep run by default) logs no model unless it is
     registered: the run keeps its metrics, tables and figures; ``model.uri`` is then None.
     """
     experiment = experiment or tracking.experiment_name(config.task)
@@ -101,8 +101,7 @@ def train_flow(
     try:
         end_stale_runs()
         promotion_settings = (margin, benchmark_size, experiment, command) if register_model and promote else None
-        probe_example = (probe, probe_gold) if probe else None
-        summary = _steps(config, run_id, workdir, watch, promotion_settings, register_model, probe_example, compare, log_model, parent_run_id)
+        summary = _steps(config, run_id, workdir, watch, promotion_settings, register_model, probe, probe_gold, compare, log_model, parent_run_id)
         with _no_sigint():
             tracking.end_run(MlflowClient(), run_id, "FINISHED")
     except BaseException as exc:
@@ -168,7 +167,8 @@ def _steps(
     watch: Stopwatch,
     promotion_settings: tuple[float, int, str, str] | None,
     register: bool,
-    probe: tuple[list[str], list[list[int]] | None] | None,
+    probe: list[str] | None,
+    probe_gold: list[list[int]] | None,
     compare: list[str] | None,
     log_model: bool = True,
     parent_run_id: str | None = None,
@@ -184,8 +184,7 @@ def _steps(
         sources, targets = pick_examples(evaluation.predictions)
         golds = [None] * len(sources)
         if probe:
-            (source, target), gold = probe
-            sources, targets, golds = [source, *sources], [target, *targets], [gold, *golds]
+            sources, targets, golds = [probe[0], *sources], [probe[1], *targets], [probe_gold, *golds]
         attention = tasks.plot_attention(trained.bundle, sources, targets, workdir / "attention", data, golds)
         plots = tasks.plot_alignment_offsets(evaluation.alignment_offsets, workdir / "plots")
     with watch("explorer"):
