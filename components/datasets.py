@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -42,10 +43,20 @@ def save_splits(path: Path, splits: Splits) -> Path:
 
 
 def load_splits(path: Path) -> Splits:
-    """The splits written by :func:`save_splits`."""
-    data = json.loads(Path(path).read_text())
+    """The splits written by :func:`save_splits` (new lists each call, so a caller may reorder
+    them; the file is parsed once per process while its size and modification time stay)."""
+    stat = Path(path).stat()
+    parsed = _parse(Path(path).resolve(), stat.st_mtime_ns, stat.st_size)
+    return Splits(*(list(examples) for examples in parsed))
+
+
+@lru_cache(maxsize=4)
+def _parse(path: Path, mtime_ns: int, size: int) -> tuple[tuple[Example, ...], ...]:
+    """The examples of each split of the file ``path`` as it was at ``mtime_ns`` and ``size``
+    (the cache key: a flow reads its data file in every step)."""
+    data = json.loads(path.read_text())
 
     def example(source: str, target: str, alignment) -> Example:
-        return Example(source, target, None if alignment is None else tuple(tuple(a) for a in alignment))
+        return Example(source, target, None if alignment is None else tuple(map(tuple, alignment)))
 
-    return Splits(*([example(*row) for row in data[name]] for name in SPLIT_NAMES))
+    return tuple(tuple(example(*row) for row in data[name]) for name in SPLIT_NAMES)

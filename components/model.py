@@ -121,8 +121,17 @@ def build_model(
     )
     model = Seq2Seq(encoder, decoder, src_vocab, tgt_vocab)
     if probe:
-        probe_model(config, task, model, scorers)
+        key = (config.model_dump_json(), type(task), type(encoder), type(decoder), scorer_cls, src_vocab.chars, tgt_vocab.chars)
+        if key not in _probed:
+            probe_model(config, task, model, scorers)
+            _probed.add(key)
     return model
+
+
+#: What :func:`build_model` has probed in this process (config, plugin classes, vocabularies): a run
+#: builds the same model several times (the config check, training, each step that loads the
+#: bundle), and the plugins' classes and options, not their weights, decide the probes.
+_probed: set[tuple] = set()
 
 
 def probe_model(config: ExperimentConfig, task: Task, model: Seq2Seq, scorers: list[Attention]) -> None:

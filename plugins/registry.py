@@ -4,11 +4,18 @@ Every plugin, built-in or third-party, is an entry point in one of the groups
 ``attnlab.scorers``, ``attnlab.encoders``, ``attnlab.decoders``, ``attnlab.tasks``; its name is
 the name users type. Listing reads package metadata only; a plugin is imported when loaded, and
 a plugin that fails to import fails alone.
+
+Reading the metadata of every installed distribution takes ~30 ms here, and building one model
+looks plugins up several times, so a group's listing is kept until ``sys.path`` or the
+modification time of one of its folders changes (installing or removing a distribution adds or
+removes a ``.dist-info`` folder there).
 """
 
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 
@@ -55,9 +62,34 @@ def _distribution(ep: EntryPoint) -> str:
     return f"{dist.name} {dist.version}" if dist is not None else "unknown distribution"
 
 
+def _path_stamp() -> tuple[tuple[str, int | None], ...]:
+    """Each ``sys.path`` entry with its modification time (None: not there)."""
+    stamps = []
+    for entry in sys.path:
+        try:
+            stamps.append((entry, os.stat(entry or ".").st_mtime_ns))
+        except OSError:
+            stamps.append((entry, None))
+    return tuple(stamps)
+
+
+#: Group -> (the path stamp it was read under, its listing).
+_listings: dict[str, tuple[tuple, list[PluginInfo]]] = {}
+
+
 def describe_plugins(group: str) -> list[PluginInfo]:
     """Every entry point of ``group`` (e.g. "scorers"), sorted by name, without importing any."""
     key = _group_key(group)
+    stamp = _path_stamp()
+    cached = _listings.get(key)
+    if cached is not None and cached[0] == stamp:
+        return list(cached[1])
+    listing = _read_listing(key)
+    _listings[key] = (stamp, listing)
+    return list(listing)
+
+
+def _read_listing(key: str) -> list[PluginInfo]:
     seen: dict[tuple[str, str], PluginInfo] = {}
     for ep in entry_points(group=f"attnlab.{key}"):
         # The same distribution can be visible twice on sys.path (e.g. an egg-info beside an

@@ -33,6 +33,24 @@ def test_listing_does_not_import_plugins(make_distribution):
     assert "thirdparty_lazy" not in sys.modules
 
 
+def test_a_distribution_installed_after_a_listing_is_listed(tmp_path, monkeypatch):
+    """Listings are kept between calls; installing into a folder already on sys.path (what pip
+    does in a long-running `attnlab server`) shows up in the next listing, and removing it too."""
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    assert "late" not in list_plugins("scorers")
+    info = site / "thirdparty_late-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: thirdparty-late\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[attnlab.scorers]\nlate = thirdparty_late:Late\n")
+    assert "late" in list_plugins("scorers")
+    for file in info.iterdir():
+        file.unlink()
+    info.rmdir()
+    assert "late" not in list_plugins("scorers")
+
+
 def test_unknown_name_lists_the_available_ones():
     with pytest.raises(PluginError, match=r"unknown scorer 'cosine'; available: additive, dot, general"):
         load_plugin("scorers", "cosine")

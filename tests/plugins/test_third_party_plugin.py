@@ -105,6 +105,28 @@ def test_broken_scorer_stops_attnlab_train_before_training_in_one_line(transpose
     assert seconds < 60, seconds  # imports and the check only (a few seconds), not a training run
 
 
+def test_every_model_build_probes_a_scorer_that_is_new_to_the_process(make_distribution, transposed):
+    """Models are probed once per config and plugin class in a process; a broken scorer is
+    refused by every build, and a scorer name that now points at a broken class (an upgraded
+    plugin in a long-running server) is probed again."""
+    from attnlab.model import build_model, build_task
+    from attnlab.plugins.probe import PluginContractError
+
+    tiny = dict(hidden_size=8, embedding_dim=4, train_size=20, validation_size=5, test_size=5)
+    broken = ExperimentConfig(scorer="transposed", **tiny)
+    for _ in range(2):
+        with pytest.raises(PluginContractError, match="got \\[3, 5, 2\\]"):
+            build_model(broken, build_task(broken))
+
+    good = make_distribution("thirdparty-swap", {"attnlab.scorers": {"swap": "thirdparty_cosine:CosineAttention"}}, {"thirdparty_cosine.py": documented_cosine()})
+    config = ExperimentConfig(scorer="swap", **tiny)
+    build_model(config, build_task(config))
+    sys.path.remove(str(good))
+    make_distribution("thirdparty-swap2", {"attnlab.scorers": {"swap": "thirdparty_transposed:TransposedAttention"}}, {})
+    with pytest.raises(PluginContractError, match="got \\[3, 5, 2\\]"):
+        build_model(config, build_task(config))
+
+
 def test_plugins_check_marks_the_broken_scorer(transposed, capsys):
     from attnlab.flows import cli
 
