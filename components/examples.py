@@ -12,9 +12,11 @@ from attnlab.plugins import Example
 
 #: Rows of the sample-predictions table (wrong ones first).
 SAMPLE_ROWS = 200
+#: Test examples whose attention a run draws as heatmaps (besides a sweep's probe).
+EXAMPLE_PLOTS = 4
 
 
-def pick_examples(predictions: pd.DataFrame, count: int = 4) -> tuple[list[str], list[str]]:
+def pick_examples(predictions: pd.DataFrame, count: int = EXAMPLE_PLOTS) -> tuple[list[str], list[str]]:
     """(sources, targets) to plot from an evaluation's predictions (columns source, target,
     correct): up to half of them wrong predictions, the rest right ones, in test order."""
     wrong = predictions[~predictions["correct"]].head(count // 2)

@@ -95,6 +95,9 @@ def sweep(
     log_models: bool = typer.Option(
         False, "--log-models", help="log every run's model to MLflow (off by default: a sweep compares; --register logs them anyway)"
     ),
+    example_plots: bool = typer.Option(
+        False, "--example-plots", help="draw each run's heatmaps of 4 test examples too (off by default: each run draws the shared probe's; its explorer.html shows every test example)"
+    ),
     json_output: bool = typer.Option(False, "--json", help="print the summary as one JSON object"),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="show Prefect's and MLflow's logs"),
 ) -> None:
@@ -118,6 +121,7 @@ def sweep(
             verbose=verbose,
             register=register,
             log_models=log_models,
+            example_plots=example_plots,
         )
         if save_plots is not None:
             summary["saved_plots"] = copy_plots(summary["parent_run_id"], save_plots)
@@ -188,6 +192,7 @@ def run_sweep(
     verbose: bool = False,
     register: bool = False,
     log_models: bool = False,
+    example_plots: bool = False,
 ) -> dict[str, Any]:
     """Check everything, then run the sweep flow on the chosen runner; its summary."""
     if runner not in RUNNERS:
@@ -247,7 +252,7 @@ def run_sweep(
             flow = sweep_flow.with_options(task_runner=task_runner(runner, parallel, dask_address))
             return flow(
                 base=base, grid=grid, seeds=seeds, experiment=experiment, max_parallel=parallel, threads=threads, bands=bands, register_models=register,
-                log_models=log_models,
+                log_models=log_models, example_plots=example_plots,
             )
     except KeyboardInterrupt:
         raise fail("interrupted: the sweep run and its unfinished runs ended KILLED", 130) from None

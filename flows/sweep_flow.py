@@ -52,6 +52,7 @@ def train_combination(
     log_models: bool = False,
     compare: list[str] | None = None,
     probe_gold: list[list[int]] | None = None,
+    example_plots: bool = False,
 ) -> dict[str, Any]:
     """Train one combination (the train flow, as a subflow; logged, its model logged when
     ``log_models``, registered and promoted by the one rule when ``register_models``); its summary.
@@ -59,7 +60,8 @@ def train_combination(
     ``threads`` caps torch's threads in this worker (None: torch's default); ``compare`` are the
     sources of the sweep's explorer page, whose views the summary returns (``compared``);
     ``probe_gold`` the gold alignment of ``probe`` (drawn from one seed's data, it is not in
-    every run's test split)."""
+    every run's test split); ``example_plots``: also draw the heatmaps of the run's picked test
+    examples (else the probe's only)."""
     # Imported here: a task shipped to a worker process is pickled by value, and the flow it
     # refers to would arrive without the module globals its parameter annotations name.
     from attnlab.flows.train_flow import train_flow
@@ -69,7 +71,7 @@ def train_combination(
 
         torch.set_num_threads(threads)
     child = train_flow.with_options(flow_run_name=name)
-    return child(config=config, experiment=experiment, register_model=register_models, parent_run_id=parent_run_id, probe=probe, probe_gold=probe_gold, command="sweep", compare=compare, log_model=log_models)
+    return child(config=config, experiment=experiment, register_model=register_models, parent_run_id=parent_run_id, probe=probe, probe_gold=probe_gold, command="sweep", compare=compare, log_model=log_models, example_plots=example_plots)
 
 
 def _start_parent(client: MlflowClient, experiment: str, base: ExperimentConfig, grid: Grid, bands) -> str:
@@ -132,7 +134,7 @@ def _running_line(client: MlflowClient, parent_run_id: str) -> str | None:
     return "running: " + "; ".join(sorted(parts)) if parts else None
 
 
-def _run_all(jobs, experiment, parent_run_id, probes, threads, max_parallel, register_models: bool = False, log_models: bool = False, report_every: float = 30.0, compares: dict[str, list[str]] | None = None) -> list[dict[str, Any]]:
+def _run_all(jobs, experiment, parent_run_id, probes, threads, max_parallel, register_models: bool = False, log_models: bool = False, report_every: float = 30.0, compares: dict[str, list[str]] | None = None, example_plots: bool = False) -> list[dict[str, Any]]:
     """Submit ``jobs`` [(label, config)], at most ``max_parallel`` at once; the outcomes in job
     order. Each outcome is reported as it comes, and the runs in progress every
     ``report_every`` seconds. ``probes``: task -> ``([source, target], its gold alignment)``;
@@ -149,7 +151,7 @@ def _run_all(jobs, experiment, parent_run_id, probes, threads, max_parallel, reg
             probe, probe_gold = probes.get(config.task, (None, None))
             future = train_combination.with_options(task_run_name=f"train-{name}").submit(
                 config, experiment, parent_run_id, probe, threads, name, register_models, log_models,
-                compare=(compares or {}).get(config.task), probe_gold=probe_gold,
+                compare=(compares or {}).get(config.task), probe_gold=probe_gold, example_plots=example_plots,
             )  # fmt: skip
             running[future] = (index, label, config)
             future.add_done_callback(finished.put)
@@ -268,6 +270,7 @@ def sweep_flow(
     bands: list[tuple[int, int]] | None = None,
     register_models: bool = False,
     log_models: bool = False,
+    example_plots: bool = False,
 ) -> dict[str, Any]:
     """Run the sweep; its summary (JSON-ready): parent run, comparison table, runs, plots and,
     when ``register_models``, each registered run's promotion decision (``promotions``).
@@ -275,7 +278,8 @@ def sweep_flow(
     ``grid`` maps dimensions (task, scorer, encoder, decoder) to plugin names; ``bands`` are
     inclusive source-length ranges whose exact match is tabulated (e.g. ``[(21, 40)]``). Runs log
     their model only when ``log_models`` or ``register_models`` (a model is 0.9 MB at the default
-    size and 2-3 s of logging per run).
+    size and 2-3 s of logging per run), and draw the heatmaps of their picked test examples only
+    when ``example_plots`` (each draws its probe's; 0.2-0.3 s a figure).
     """
     grid_ = Grid({dim: tuple(values) for dim, values in grid.items()}, tuple(seeds))
     bands = [tuple(band) for band in bands or []]
@@ -294,7 +298,7 @@ def sweep_flow(
         train_max = {name: longest for name, (_, longest) in picked.items()}
         shared = {name: sweep_examples(splits.test, probes[name][0]) for name, (_, splits) in data.items()}
         compares = {name: [example.source for example in examples] for name, examples in shared.items()}
-        results = _run_all(jobs, experiment, parent_run_id, probes, threads, max(1, max_parallel), register_models, log_models, compares=compares)
+        results = _run_all(jobs, experiment, parent_run_id, probes, threads, max(1, max_parallel), register_models, log_models, compares=compares, example_plots=example_plots)
         settle_children(client, parent_run_id)  # a lost worker's run ends FAILED, its rerun linked
         comparison = _log_comparison(client, parent_run_id, results, labels, bands, train_max, workdir)
         data_seeds = {name: seed for name, (seed, _) in data.items()}

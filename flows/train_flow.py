@@ -29,7 +29,7 @@ from prefect import flow
 from attnlab.benchmark import DEFAULT_SIZE
 from attnlab.config import ExperimentConfig
 from attnlab.datasets import data_spec
-from attnlab.examples import pick_examples
+from attnlab.examples import EXAMPLE_PLOTS, pick_examples
 from attnlab.flows import model_registry, promotion, store, tasks, tracking
 from attnlab.flows.errors import TrackingLost
 from attnlab.flows.flow_runs import ending_status, flow_run_tags, is_interrupt
@@ -72,6 +72,7 @@ def train_flow(
     command: str = "train",
     compare: list[str] | None = None,
     log_model: bool = True,
+    example_plots: bool = True,
 ) -> dict[str, Any]:
     """Run one experiment end to end and return its summary (JSON-ready).
 
@@ -87,6 +88,9 @@ def train_flow(
     summary returns as ``compared`` (a sweep's parent page shows every run on the same inputs).
     ``command`` names the promoting command in the decision's records. ``log_model=False`` (a sweep run by default) logs no model unless it is
     registered: the run keeps its metrics, tables and figures; ``model.uri`` is then None.
+    ``example_plots=False`` (a sweep run by default) draws the probe's heatmap only, not those of
+    the test examples picked by :func:`attnlab.examples.pick_examples` (``explorer.html`` shows
+    every test example's attention either way).
     """
     experiment = experiment or tracking.experiment_name(config.task)
     tags = flow_run_tags()
@@ -101,7 +105,7 @@ def train_flow(
     try:
         end_stale_runs()
         promotion_settings = (margin, benchmark_size, experiment, command) if register_model and promote else None
-        summary = _steps(config, run_id, workdir, watch, promotion_settings, register_model, probe, probe_gold, compare, log_model, parent_run_id)
+        summary = _steps(config, run_id, workdir, watch, promotion_settings, register_model, probe, probe_gold, compare, log_model, parent_run_id, example_plots)
         with _no_sigint():
             tracking.end_run(MlflowClient(), run_id, "FINISHED")
     except BaseException as exc:
@@ -172,6 +176,7 @@ def _steps(
     compare: list[str] | None,
     log_model: bool = True,
     parent_run_id: str | None = None,
+    example_plots: bool = True,
 ) -> dict[str, Any]:
     with watch("data"):
         data = dataset(config)
@@ -181,7 +186,7 @@ def _steps(
     with watch("evaluate"):
         evaluation = tasks.evaluate_bundle(trained.bundle, data, config.beam_size, str(config.torch_device()))
     with watch("plot"):
-        sources, targets = pick_examples(evaluation.predictions)
+        sources, targets = pick_examples(evaluation.predictions, count=EXAMPLE_PLOTS if example_plots else 0)
         golds = [None] * len(sources)
         if probe:
             sources, targets, golds = [probe[0], *sources], [probe[1], *targets], [probe_gold, *golds]

@@ -24,6 +24,7 @@ TINY_SWEEP = (
     "-o", "test_task.max_length=16", "--length-bands", "5-12,13-16", "--json",
 )  # fmt: skip
 PLOTS = {"plots/accuracy_by_length.png", "plots/learning_curves.png", "plots/attention_by_combination.png"}
+PROBE_ONLY = {"attention/example_0.png", "attention/weights.json", "attention/explorer.html"}
 
 
 def attnlab(capsys, *args: str) -> tuple[int, str, str]:
@@ -80,7 +81,8 @@ def check_linked_sweep(store: Path, summary: dict) -> None:
     assert len({p["source"] for p in probes}) == 1
     assert all(p["gold"] == [[len(p["source"]) - 1 - i] for i in range(len(p["source"]))] for p in probes)
     assert _artifacts(client, parent.info.run_id, "attention") == {"attention/explorer.html"} and summary["explorer"] == ["attention/explorer.html"]
-    assert all("attention/explorer.html" in _artifacts(client, c.info.run_id, "attention") for c in children)
+    # Each run draws the probe's heatmap only (--example-plots adds those of 4 test examples).
+    assert all(_artifacts(client, c.info.run_id, "attention") == PROBE_ONLY for c in children)
     table = summary["table"]
     assert [row["label"] for row in table] == ["dot", "additive"]
     for row in table:
@@ -147,7 +149,7 @@ def test_a_failing_combination_is_reported_and_the_others_finish(capsys, empty_s
                              {"thirdparty_exploding.py": EXPLODING})  # fmt: skip
     monkeypatch.setenv("PYTHONPATH", str(root))  # the worker processes see the plugin too
     args = [a if a != "dot,additive" else "dot,exploding" for a in TINY_SWEEP]
-    code, out, err = attnlab(capsys, *args, "--log-models")
+    code, out, err = attnlab(capsys, *args, "--log-models", "--example-plots")
     assert code == 1, err
     summary = json.loads(out)
     assert summary["failed"] == 2 and summary["run_count"] == 4
@@ -160,6 +162,9 @@ def test_a_failing_combination_is_reported_and_the_others_finish(capsys, empty_s
     assert statuses == [("dot", "FINISHED"), ("dot", "FINISHED"), ("exploding", "FAILED"), ("exploding", "FAILED")]
     finished = [c for c in children if c.info.status == "FINISHED"]
     assert _model_runs(client, children) == {c.info.run_id for c in finished}  # --log-models
+    for child in finished:  # --example-plots: the probe and up to 4 test examples (2 wrong, the rest right)
+        drawn = _artifacts(client, child.info.run_id, "attention") - PROBE_ONLY
+        assert drawn and drawn <= {f"attention/example_{i}.png" for i in range(1, 5)}, drawn
     assert _artifacts(client, parent.info.run_id, "plots") == PLOTS  # reported all the same
     assert "FAILED: RuntimeError: this scorer always fails" in err
 
