@@ -5,9 +5,14 @@ VENV ?= .venv
 # Elsewhere: make TORCH_INSTALL="torch --index-url https://download.pytorch.org/whl/cpu"
 TORCH_INSTALL ?= torch==2.13.0
 
-.PHONY: setup browser run test ui benchmarks clean
+.PHONY: setup browser bytecode run test ui benchmarks clean
 
-setup: $(VENV)/.installed browser
+setup: $(VENV)/.installed browser bytecode
+
+# The project's own modules compiled ahead (an editable install leaves them as sources, and with
+# PYTHONDONTWRITEBYTECODE set every command would compile them again); up-to-date files are skipped.
+bytecode: $(VENV)/.installed
+	@$(VENV)/bin/python -m compileall -q components flows plugins > /dev/null
 
 # Debian's chromium for the attention explorer's browser tests, when missing (a no-op when present).
 browser:
