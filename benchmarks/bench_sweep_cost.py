@@ -4,8 +4,9 @@ Starts a real MLflow tracking server (SQLite, served artifacts, access log) and 
 server on 127.0.0.1, then runs the same 6-run sweep (`attnlab sweep --scorer dot,additive
 --seeds 0,1,2`, two at a time on the process runner) once per variant, taking turns:
 
-- `--log-models`: every run logs its pyfunc model (what every sweep run did before);
-- default: runs log no model (the flag's default).
+- `--log-models --example-plots`: every run logs its pyfunc model and draws the heatmaps of 4
+  test examples besides the probe's (what every sweep run did before);
+- default: runs log no model and draw the probe's heatmap only (the flags' defaults).
 
 Per variant it prints, as medians over the rounds:
 
@@ -38,7 +39,7 @@ from pathlib import Path
 from attnlab.flows.servers import Server, prefect_command, stop_all, wait_healthy
 
 SWEEP = ["sweep", "--scorer", "dot,additive", "--seeds", "0,1,2", "--max-parallel", "2", "--json"]
-VARIANTS = {"--log-models (before)": ["--log-models"], "default (after)": []}
+VARIANTS = {"--log-models --example-plots (before)": ["--log-models", "--example-plots"], "default (after)": []}
 
 
 def free_port() -> int:
@@ -103,10 +104,12 @@ def one_sweep(folder: Path, tracking: str, prefect_api: str, flags: list[str]) -
         first_of_worker.setdefault(run.data.tags.get("attnlab.pid"), run.info.run_id)
     warm = [seconds for run_id, seconds in not_training.items() if run_id not in first_of_worker.values()]
     startup = min(run.info.start_time for run in children) / 1000 - started
+    finish = started + wall - max(run.info.end_time for run in children) / 1000
     return {
         "runs": len(children),
         "wall": wall,
         "startup": startup,
+        "finish": finish,
         "train_sum": sum(train),
         "not_training_per_run": statistics.median(not_training.values()),
         "not_training_warm": statistics.median(warm) if warm else float("nan"),
@@ -137,6 +140,7 @@ def main() -> None:
         ("runs per sweep", "runs", "{:.0f}"),
         ("sweep wall (s)", "wall", "{:.1f}"),
         ("start-up to first run (s)", "startup", "{:.1f}"),
+        ("last run's end to exit (s)", "finish", "{:.1f}"),
         ("sum of training (s)", "train_sum", "{:.1f}"),
         ("1.5 x training + start-up (s)", "bound", "{:.1f}"),
         ("not training, per run (s)", "not_training_per_run", "{:.2f}"),
@@ -148,9 +152,10 @@ def main() -> None:
     ]
     names = list(VARIANTS)
     print(f"{results[names[0]][0]['runs']:.0f}-run sweep ({' '.join(SWEEP[1:-1])}) against real servers, median of {args.rounds} rounds")
-    print(f"  {'':<32}" + "".join(f"{name:>24}" for name in names))
+    width = max(len(name) for name in names) + 2
+    print(f"  {'':<32}" + "".join(f"{name:>{width}}" for name in names))
     for label, key, fmt in rows:
-        print(f"  {label:<32}" + "".join(f"{fmt.format(statistics.median(r[key] for r in results[name])):>24}" for name in names))
+        print(f"  {label:<32}" + "".join(f"{fmt.format(statistics.median(r[key] for r in results[name])):>{width}}" for name in names))
 
 
 if __name__ == "__main__":
