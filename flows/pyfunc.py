@@ -15,6 +15,8 @@ from typing import Any
 
 import mlflow.pyfunc
 import pandas as pd
+from mlflow.exceptions import MlflowException
+from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
 
 #: Name of the bundle in the model's artifacts.
 BUNDLE = "bundle"
@@ -83,13 +85,37 @@ def source_texts(model_input: Any) -> list[str]:
     raise ValueError(f"expected a DataFrame with a 'source' column, got {type(model_input).__name__}")
 
 
+class RefusedInput(MlflowException):
+    """An input the served model refuses: HTTP 400, error code INVALID_PARAMETER_VALUE, and the
+    reason as the body's whole message.
+
+    MLflow's scoring server rewrites the message of an MlflowException raised in ``predict`` to
+    ``Failed to predict data '<the input DataFrame printed>'. Error: <message>``; this message is
+    set once, when the exception is made, and the rewrite leaves it as it is.
+    """
+
+    def __init__(self, reason: str) -> None:
+        from attnlab.serving import one_sentence
+
+        super().__init__(one_sentence(reason), error_code=INVALID_PARAMETER_VALUE)
+
+    @property
+    def message(self) -> str:
+        return self._reason
+
+    @message.setter
+    def message(self, value: str) -> None:
+        if not hasattr(self, "_reason"):
+            self._reason = value
+
+
 class AttnlabModel(mlflow.pyfunc.PythonModel):
     """Loads the bundle once; ``predict`` decodes greedily in batches.
 
-    An input the model's task refuses (:meth:`attnlab.plugins.Task.check_source`: a date that
-    does not exist, a text longer than the task's sources, foreign characters) raises
-    MlflowException INVALID_PARAMETER_VALUE, which MLflow's scoring server answers with HTTP
-    400 and the one-line reason, without a stack trace.
+    A request of more than :data:`attnlab.serving.MAX_ROWS` rows, or an input the model's task
+    refuses (:meth:`attnlab.plugins.Task.check_source`: a date that does not exist, a text longer
+    than the task's sources, foreign characters), raises :class:`RefusedInput`, which MLflow's
+    scoring server answers with HTTP 400 and the one-sentence reason, without a stack trace.
     """
 
     def load_context(self, context) -> None:
@@ -121,11 +147,14 @@ class AttnlabModel(mlflow.pyfunc.PythonModel):
         return results
 
     def predict(self, context, model_input: pd.DataFrame, params: dict[str, Any] | None = None) -> list[str]:
-        from mlflow.exceptions import MlflowException
+        from attnlab.serving import rows_problem
 
         try:
             texts = source_texts(model_input)
+            problem = rows_problem(len(texts))
+            if problem:
+                raise ValueError(problem)
             self.check(texts)
         except ValueError as exc:
-            raise MlflowException.invalid_parameter_value(str(exc)) from None
+            raise RefusedInput(str(exc)) from None
         return [p.output for p in self.predictions(texts)]
