@@ -236,7 +236,10 @@ def server(
     from attnlab.flows import servers
     from attnlab.cache import cache_root
     from attnlab.flows.store import resolve_store
+    from attnlab.service_options import timeout_problem
 
+    if timeout_problem(timeout):
+        raise fail(timeout_problem(timeout))
     host = servers.HOST
     store = resolve_store()
     remote = not store.embedded and store.tracking_uri.startswith(("http://", "https://"))
