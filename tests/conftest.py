@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -13,6 +15,24 @@ import torch
 @pytest.fixture(autouse=True)
 def _seed() -> None:
     torch.manual_seed(42)
+
+
+@pytest.fixture
+def read_only_folder(tmp_path: Path):
+    """An empty folder nothing can be written into, even by root (permission bits do not stop
+    root): a small tmpfs mounted read-only, unmounted afterwards. Without root, a folder with
+    mode 0o555. Skipped where root may not mount."""
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        yield folder
+        folder.chmod(0o755)
+        return
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,ro", "tmpfs", str(folder)], capture_output=True).returncode:
+        pytest.skip("a read-only folder for root needs mount (a read-only tmpfs), which is not allowed here")
+    yield folder
+    subprocess.run(["umount", str(folder)], check=True)
 
 
 @pytest.fixture
