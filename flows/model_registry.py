@@ -136,29 +136,42 @@ def champion_version(client: MlflowClient, name: str):
 
 
 def resolve_model_uri(model: str | None, task: str) -> str:
-    """``model`` as given, or the champion of the task's registered model."""
-    return model or f"models:/{model_name(task)}@{CHAMPION}"
+    """``model`` as given (UserError when it is empty or a malformed ``models:/``/``runs:/``
+    URI, see :func:`attnlab.model_uri.check_model_uri`), or for None the champion of the task's
+    registered model."""
+    from attnlab.model_uri import check_model_uri
+
+    return f"models:/{model_name(task)}@{CHAMPION}" if model is None else check_model_uri(model)
 
 
 def load_pyfunc(uri: str):
     """The attnlab pyfunc model at ``uri``; UserError when there is none (no registered model,
     no champion yet, unknown run or version), and when loading it would run code other than
     attnlab's own ``pyfunc_model.py`` (:func:`attnlab.flows.pyfunc.model_code_problem`): the
-    model is downloaded and checked before MLflow runs anything in it."""
+    model is downloaded and checked before MLflow runs anything in it. It is downloaded into a
+    temporary folder, so loading writes nothing into the store (a read-only store serves); a
+    registered version whose files are gone is named (:mod:`attnlab.flows.model_files`)."""
+    import tempfile
+
     import mlflow.artifacts
     import mlflow.pyfunc
 
+    from attnlab.flows.model_files import missing_files
     from attnlab.flows.pyfunc import model_code_problem
 
     try:
-        local = Path(mlflow.artifacts.download_artifacts(artifact_uri=uri))
-        problem = model_code_problem(local)
-        if problem:
-            raise UserError(f"refusing to load the model at {uri}: {problem}; loading a model runs its code")
-        return mlflow.pyfunc.load_model(str(local))
+        with tempfile.TemporaryDirectory(prefix="attnlab-model-") as scratch:
+            local = Path(mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=scratch))
+            problem = model_code_problem(local)
+            if problem:
+                raise UserError(missing_files(uri) or f"refusing to load the model at {uri}: {problem}; loading a model runs its code")
+            return mlflow.pyfunc.load_model(str(local))
     except MlflowException as exc:
+        missing = missing_files(uri)
+        if missing:
+            raise UserError(missing) from exc
         if is_missing(exc) or "not found" in str(exc).lower() or "does not exist" in str(exc).lower():
             raise UserError(f"no model at {uri} in {mlflow.get_tracking_uri()}: {reason(exc)}") from exc
         raise
     except OSError as exc:
-        raise UserError(f"no model at {uri}: {exc.strerror or exc}") from exc
+        raise UserError(missing_files(uri) or f"no model at {uri}: {exc.strerror or exc}") from exc

@@ -5,7 +5,6 @@ attention explorer page."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Optional
 
@@ -13,6 +12,8 @@ import typer
 
 from attnlab.flows.cli_support import quiet, user_errors
 from attnlab.flows.errors import UserError
+from attnlab.model_uri import bundle_folder, check_model_option
+from attnlab.output_paths import check_output_file
 
 
 def register(app: typer.Typer) -> None:
@@ -20,37 +21,17 @@ def register(app: typer.Typer) -> None:
     app.command()(predict)
 
 
-#: The MLflow model URI schemes --model may name (besides a local folder).
-URI_SCHEMES = ("models:/", "runs:/", "file:", "mlflow-artifacts:", "http://", "https://", "s3://", "gs://", "wasbs://", "hdfs:", "dbfs:")
-
-
-def bundle_folder(model: str | None) -> Path | None:
-    """``model`` as an attnlab bundle folder (one holding ``config.json``), or None."""
-    if model and (Path(model) / "config.json").is_file():
-        return Path(model)
-    return None
-
-
-def check_model_option(model: str | None) -> None:
-    """Refuse at once a --model that is neither an existing path nor an MLflow model URI."""
-    if model is None or model.startswith(URI_SCHEMES) or Path(model).exists():
-        return
-    raise UserError(
-        f"--model {model!r} is neither a folder nor an MLflow model URI; give a bundle folder, "
-        "models:/NAME@ALIAS, models:/NAME/VERSION or runs:/RUN_ID/model"
-    )
-
-
 def open_store(model: str | None, task: str) -> str:
     """Point MLflow at the tracking store and return the model URI to load; UserError when the
     task has no registered model or champion yet."""
-    from attnlab.flows import model_registry
+    from attnlab.flows import model_registry, store_guard
     from attnlab.flows.store import check_store, resolve_store, use_store
 
     store = resolve_store()
     if model is None:
         name = model_registry.model_name(task)
         if store.embedded and not (store.folder / "mlflow.db").exists():
+            store_guard.check_not_lost(store.folder)  # the database is lost, not yet to be made
             raise UserError(
                 f"no registered model {name!r} yet (no MLflow store at {store.folder}); "
                 f"train one first: attnlab train --task {task}"
@@ -71,28 +52,28 @@ def open_store(model: str | None, task: str) -> str:
 
 
 def model_config(model: str | None, uri: str | None) -> dict | None:
-    """The config (as saved, a plain dict) of the model to load, read without loading it: a
-    bundle folder's ``config.json``, else that file alone downloaded from the MLflow model at
-    ``uri``; None when it cannot be had that way (loading the model then says why)."""
+    """The config (as saved, a plain dict) of the model to load, read without loading it or
+    importing torch: a bundle folder's ``config.json`` (checked with the folder's other files:
+    :class:`~attnlab.bundle.DamagedBundle` names a missing or damaged one), else that file alone
+    downloaded from the MLflow model at ``uri``; None when it cannot be had that way (loading
+    the model then says why)."""
     folder = bundle_folder(model)
-    try:
-        if folder is not None:
-            config = json.loads((folder / "config.json").read_text())
-        else:
-            import tempfile
+    if folder is not None:
+        from attnlab.bundle import read_bundle
 
-            import mlflow.artifacts
+        return read_bundle(folder)[0].model_dump(mode="json")
+    import tempfile
 
-            # The pyfunc model keeps its bundle under artifacts/<pyfunc.BUNDLE>/.
-            wanted = f"{uri.rstrip('/')}/artifacts/bundle/config.json"
-            with tempfile.TemporaryDirectory() as scratch:
-                try:
-                    path = mlflow.artifacts.download_artifacts(artifact_uri=wanted, dst_path=scratch)
-                except Exception:  # noqa: BLE001  only a head start: loading the model reports why
-                    return None
-                config = json.loads(Path(path).read_text())
-    except (OSError, ValueError):
-        return None
+    import mlflow.artifacts
+
+    # The pyfunc model keeps its bundle under artifacts/<pyfunc.BUNDLE>/.
+    wanted = f"{uri.rstrip('/')}/artifacts/bundle/config.json"
+    with tempfile.TemporaryDirectory() as scratch:
+        try:
+            path = mlflow.artifacts.download_artifacts(artifact_uri=wanted, dst_path=scratch)
+            config = json.loads(Path(path).read_text())
+        except Exception:  # noqa: BLE001  only a head start: loading the model reports why
+            return None
     return config if isinstance(config, dict) else None
 
 
@@ -128,22 +109,23 @@ def load_model(model: str | None, uri: str | None):
     return uri, config, task_plugin, test_task, seq2seq
 
 
-def check_html_option(html: Path | None) -> None:
-    """Refuse at once an --html path that cannot be written: a folder, or one under a folder
-    this user may not write to (checked before any model loads)."""
-    if html is None:
-        return
-    try:
-        if html.is_dir():
-            raise UserError(f"--html {str(html)!r} is a folder; give a file name, e.g. {str(html / 'explorer.html')!r}")
-        folder = html.absolute().parent
-        while not folder.exists() and folder != folder.parent:
-            folder = folder.parent
-        writable = folder.is_dir() and os.access(folder, os.W_OK | os.X_OK)
-    except OSError as exc:  # e.g. a name longer than the file system allows
-        raise UserError(f"--html {str(html)!r} cannot be written: {exc.strerror or exc}") from None
-    if not writable:
-        raise UserError(f"--html {str(html)!r} cannot be written: {str(folder)!r} is not a folder you may write to")
+def check_outputs(plot: Path | None, html: Path | None, count: int) -> None:
+    """Refuse at once (before any model loads) a --plot or --html path that cannot be written,
+    with every heatmap file the inputs would give (:mod:`attnlab.output_paths`)."""
+    if plot is not None:
+        for path in _plot_paths(plot, count):
+            check_output_file("--plot", path, "heatmap.png")
+            check_output_file("--plot", _heads_path(path), "heatmap.png")
+    check_output_file("--html", html, "explorer.html")
+
+
+def check_task(task: str) -> None:
+    """Refuse a --task that no installed plugin provides, as ``attnlab train`` does."""
+    from attnlab.sweep_options import unknown_plugin
+
+    problem = unknown_plugin("task", task)
+    if problem:
+        raise UserError(f"--task: {problem}")
 
 
 def write_page(html: Path, seq2seq, texts: list[str], uri: str, config) -> str:
@@ -164,15 +146,42 @@ def _plot_paths(plot: Path, count: int) -> list[Path]:
     return [plot.with_name(f"{plot.stem}-{i + 1}{plot.suffix or '.png'}") for i in range(count)]
 
 
+def _heads_path(path: Path) -> Path:
+    return path.with_name(f"{path.stem}-heads{path.suffix or '.png'}")
+
+
+def save_heatmaps(plot: Path, results, uri: str) -> list[str]:
+    """The attention heatmap of each result (and its per-head figure, for several heads) saved
+    under ``plot`` (FILE-N.png for several); their paths."""
+    if any(r.weights is None for r in results):
+        raise UserError(f"model {uri} does not attend (scorer 'none'); there is no heatmap to plot")
+    from attnlab.plots import attention_heatmap, head_heatmaps, save_figure
+
+    saved = []
+    for result, path in zip(results, _plot_paths(plot, len(results))):
+        title = f"{result.source} -> {result.output}"
+        figures = [(attention_heatmap(result.weights, result.source_tokens, result.output_tokens, title), path)]
+        if result.head_weights is not None:
+            figures.append((head_heatmaps(result.head_weights, result.source_tokens, result.output_tokens, title), _heads_path(path)))
+        for figure, where in figures:
+            try:
+                saved.append(str(save_figure(figure, where)))
+            except OSError as exc:
+                raise UserError(f"--plot {str(where)!r} cannot be written: {exc.strerror or exc}") from None
+    return saved
+
+
 def predict(
     texts: list[str] = typer.Argument(..., metavar="TEXT", help="source strings, e.g. 25-12-2023"),
     model: Optional[str] = typer.Option(
         None, metavar="URI", help="MLflow model URI (models:/NAME@ALIAS, models:/NAME/VERSION, runs:/ID/model) or a bundle folder"
     ),
     task: str = typer.Option("date", metavar="NAME", help="task whose champion to use when --model is not given"),
-    plot: Optional[Path] = typer.Option(None, metavar="FILE.png", help="save the attention heatmap here (PNG; FILE-N.png for several inputs)"),
+    plot: Optional[Path] = typer.Option(
+        None, metavar="FILE.png", help="save the attention heatmap here (PNG; FILE-N.png for several inputs; missing folders are created)"
+    ),
     html: Optional[Path] = typer.Option(
-        None, metavar="FILE.html", help="write the interactive attention explorer for the inputs here (one self-contained page)"
+        None, metavar="FILE.html", help="write the interactive attention explorer for the inputs here (one self-contained page; missing folders are created)"
     ),
     json_output: bool = typer.Option(False, "--json", help="print one JSON object"),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="show MLflow's logs"),
@@ -181,7 +190,8 @@ def predict(
     quiet(verbose)
     with user_errors():
         check_model_option(model)
-        check_html_option(html)
+        check_task(task)
+        check_outputs(plot, html, len(texts))
         config = None
         if model is None:  # the champion: its config read without MLflow, where the store allows
             from attnlab.flows.champion_config import champion_config
@@ -203,18 +213,7 @@ def predict(
         except ValueError as exc:
             raise UserError(str(exc)) from None
         results = run_predict(seq2seq, task_plugin, texts, longest=longest, test_task=test_task)
-        saved = []
-        if plot is not None:
-            if any(r.weights is None for r in results):
-                raise UserError(f"model {uri} does not attend (scorer 'none'); there is no heatmap to plot")
-            from attnlab.plots import attention_heatmap, head_heatmaps, save_figure
-
-            for result, path in zip(results, _plot_paths(plot, len(results))):
-                title = f"{result.source} -> {result.output}"
-                saved.append(str(save_figure(attention_heatmap(result.weights, result.source_tokens, result.output_tokens, title), path)))
-                if result.head_weights is not None:
-                    heads = path.with_name(f"{path.stem}-heads{path.suffix or '.png'}")
-                    saved.append(str(save_figure(head_heatmaps(result.head_weights, result.source_tokens, result.output_tokens, title), heads)))
+        saved = save_heatmaps(plot, results, uri) if plot is not None else []
         page = write_page(html, seq2seq, texts, uri, config) if html is not None else None
     if json_output:
         payload = {"model": uri, "predictions": [{"source": r.source, "prediction": r.output} for r in results], "plots": saved}

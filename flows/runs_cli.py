@@ -17,6 +17,7 @@ import typer
 
 from attnlab.flows.cli_support import quiet, user_errors
 from attnlab.flows.errors import UserError
+from attnlab.output_paths import check_output_file
 
 
 def register(app: typer.Typer) -> None:
@@ -33,10 +34,12 @@ def open_store(writable: bool = False):
     ``writable``); UserError when the embedded store holds nothing yet."""
     from mlflow import MlflowClient
 
+    from attnlab.flows import store_guard
     from attnlab.flows.store import check_store, resolve_store, use_store
 
     store = resolve_store()
     if store.embedded and not (store.folder / "mlflow.db").exists():
+        store_guard.check_not_lost(store.folder)  # the database is lost, not yet to be made
         raise UserError(f"no MLflow store at {store.folder} yet (no run was logged there); train a model first: attnlab train")
     check_store(store, writable=writable)
     use_store(store)
@@ -242,7 +245,9 @@ def predictions_of(run_ids: list[str], inputs: list[str]) -> list[list]:
 
 def compare(
     run_ids: list[str] = typer.Argument(..., metavar="RUN", help="run ids, or their first characters as 'attnlab runs' shows them"),
-    plot: Optional[Path] = typer.Option(None, metavar="FILE.png", help="draw every run's attention on the same inputs in one figure"),
+    plot: Optional[Path] = typer.Option(
+        None, metavar="FILE.png", help="draw every run's attention on the same inputs in one figure (missing folders are created)"
+    ),
     inputs: list[str] = typer.Option([], "--input", metavar="TEXT", help="with --plot: an input to draw (repeat; default: the first run's plotted test input)"),
     json_output: bool = typer.Option(False, "--json", help="print one JSON object"),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="show MLflow's logs"),
@@ -254,6 +259,7 @@ def compare(
             raise UserError(f"give at least two runs to compare, got {len(run_ids)}")
         if inputs and plot is None:
             raise UserError("--input chooses what --plot draws: give --plot FILE.png too")
+        check_output_file("--plot", plot, "compare.png")
         from attnlab.run_compare import comparison, format_comparison
 
         store, client = open_store()
@@ -273,7 +279,10 @@ def compare(
             if not inputs:
                 inputs, golds = default_inputs(client, ids[0])
             grid = predictions_of(ids, inputs)
-            saved = save_figure(attention_by_run([run_label(r) for r in records], grid, golds), plot)
+            try:
+                saved = save_figure(attention_by_run([run_label(r) for r in records], grid, golds), plot)
+            except OSError as exc:
+                raise UserError(f"--plot {str(plot)!r} cannot be written: {exc.strerror or exc}") from None
             compared["plot"] = str(saved)
             compared["predictions"] = [{"input": source, "outputs": {i: p.output for i, p in zip(ids, row)}} for source, row in zip(inputs, grid)]
             lines = [f"{source}: " + "  ".join(f"{short_id(i)} -> {p.output}" for i, p in zip(ids, row)) for source, row in zip(inputs, grid)]

@@ -20,6 +20,7 @@ import typer
 
 from attnlab.flows.cli_support import build_config, check_config, fail, interrupts_quietly, progress_handler, quiet, user_errors
 from attnlab.flows.errors import UserError
+from attnlab.output_paths import check_output_folder
 from attnlab.sweep_options import parse_bands, parse_names, parse_seeds
 
 RUNNERS = ("process", "thread", "dask")
@@ -88,7 +89,7 @@ def sweep(
     dask_address: Optional[str] = typer.Option(None, metavar="tcp://HOST:PORT", help="an existing Dask scheduler (default: a local cluster)"),
     length_bands: Optional[str] = typer.Option(None, metavar="LOW-HIGH,...", help="also tabulate exact match on these source-length ranges, e.g. 5-20,21-40,41-50"),
     experiment: Optional[str] = typer.Option(None, metavar="NAME", help="MLflow experiment (default: attnlab-<task>)"),
-    save_plots: Optional[Path] = typer.Option(None, metavar="DIR", help="also copy the sweep's figures into this folder"),
+    save_plots: Optional[Path] = typer.Option(None, metavar="DIR", help="also copy the sweep's figures into this folder (created if missing)"),
     register: bool = typer.Option(
         False, "--register", help="register every finished run as attnlab-<task> and promote by the one rule (benchmark, lock)"
     ),
@@ -105,8 +106,7 @@ def sweep(
     parent run holds the comparison table and plots."""
     quiet(verbose)
     with user_errors():
-        if save_plots is not None:
-            _writable_folder(save_plots)
+        check_output_folder("--save-plots", save_plots)
         summary = run_sweep(
             grid_text={"task": task, "scorer": scorer, "encoder": encoder, "decoder": decoder},
             seeds_text=seeds,
@@ -133,16 +133,8 @@ def sweep(
         raise typer.Exit(1)
 
 
-def _writable_folder(folder: Path) -> None:
-    """Create ``folder`` (checked before the sweep starts, not after it ran)."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UserError(f"--save-plots {str(folder)!r}: {exc.strerror or exc}") from None
-
-
 def copy_plots(parent_run_id: str, folder: Path) -> list[str]:
-    """Download the sweep run's figures into ``folder``; their paths."""
+    """Download the sweep run's figures into ``folder`` (created if missing); their paths."""
     import shutil
     import tempfile
 
@@ -150,7 +142,11 @@ def copy_plots(parent_run_id: str, folder: Path) -> list[str]:
 
     with tempfile.TemporaryDirectory() as tmp:
         local = Path(mlflow.artifacts.download_artifacts(run_id=parent_run_id, artifact_path="plots", dst_path=tmp))
-        return [str(shutil.copy2(path, folder / path.name)) for path in sorted(local.glob("*.png"))]
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            return [str(shutil.copy2(path, folder / path.name)) for path in sorted(local.glob("*.png"))]
+        except OSError as exc:
+            raise UserError(f"--save-plots {str(folder)!r} cannot be written: {exc.strerror or exc}") from None
 
 
 def format_sweep(summary: dict[str, Any]) -> str:

@@ -76,6 +76,21 @@ def test_a_model_option_that_names_nothing_is_refused_at_once(capsys):
 @pytest.mark.parametrize(
     "args,needles",
     [
+        (["--model", "models:/../../etc/passwd"], ["'models:/../../etc/passwd'", "models:/NAME@ALIAS, models:/NAME/VERSION or runs:/RUN_ID/model"]),
+        (["--model", "runs:/../../etc/passwd"], ["'runs:/../../etc/passwd'", "runs:/RUN_ID/model"]),
+        (["--model", ""], ["--model ''", "is empty", "leave --model out"]),
+        (["--task", "nosuch"], ["unknown task 'nosuch'", "date, date-formats, reverse"]),
+    ],
+)
+def test_a_malformed_model_or_unknown_task_is_refused_before_the_store_opens(empty_store, capsys, args, needles):
+    assert main(["predict", *args, "25-12-2023"]) == 2
+    assert_one_line_error(capsys.readouterr().err, *needles)
+    assert not empty_store.exists()
+
+
+@pytest.mark.parametrize(
+    "args,needles",
+    [
         (["train", "--scorer", "cosine"], ["'cosine'", "scaled_dot"]),
         (["train", "-o", "hidden_size=abc"], ["'abc'", "hidden_size"]),
         (["train", "--epochs", "-3"], ["'-3'", "epochs"]),
@@ -95,6 +110,9 @@ def test_mistakes_import_no_torch_prefect_or_mlflow(bundle, tmp_path):
         ["predict", "--model", str(bundle), "99-99-2023"],
         ["predict", "--model", str(bundle), LONG],
         ["predict", "--model", "nosuch", "25-12-2023"],
+        ["predict", "--model", "models:/../../etc/passwd", "25-12-2023"],
+        ["predict", "--model", "", "25-12-2023"],
+        ["predict", "--task", "nosuch", "25-12-2023"],
         ["sweep", "--scorer", "dot,nosuch"],
         ["train", "-o", "hidden_size=abc"],
         ["train", "--epochs", "-3"],
