@@ -1,5 +1,5 @@
 """The ``attnlab`` command: train (train_cli.py), predict (predict_cli.py), plugins and ui
-(plugins_cli.py), sweep (sweep_cli.py), schedule and server (service_cli.py).
+(plugins_cli.py), sweep (sweep_cli.py), schedule and server (service_cli.py), store (store_cli.py).
 
 Every user mistake ends as one line on stderr (``attnlab: error: ...``) and exit status 2; a
 Ctrl-C during training ends the MLflow run KILLED and exits 130. Heavy libraries (torch, prefect,
@@ -14,7 +14,7 @@ import typer
 import typer.core
 
 from attnlab.flows import ENV_DEFAULTS  # noqa: F401  (sets the telemetry defaults first)
-from attnlab.flows import plugins_cli, predict_cli, runs_cli, service_cli, sweep_cli, train_cli
+from attnlab.flows import plugins_cli, predict_cli, runs_cli, service_cli, store_cli, sweep_cli, train_cli
 from attnlab.flows.cli_support import PROG
 
 
@@ -42,7 +42,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-for module in (train_cli, predict_cli, plugins_cli, sweep_cli, service_cli, runs_cli):
+for module in (train_cli, predict_cli, plugins_cli, sweep_cli, service_cli, runs_cli, store_cli):
     module.register(app)
 
 

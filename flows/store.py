@@ -121,12 +121,13 @@ def check_store(store: Store, timeout: float = 3.0, writable: bool = True, budge
 
     For the embedded store this creates the folder and the database on first use, under the
     store's file lock (:mod:`attnlab.flows.store_guard`): a store that is damaged, half-migrated
-    or missing beside earlier runs' artifacts is refused, never re-created; a read-only store or a
-    full disk is refused before a run starts.
+    or missing beside earlier runs' artifacts is refused, never re-created; one that records its files
+    in another folder (copied or moved: :mod:`attnlab.flows.store_home`) is refused with the command
+    that relocates it; a read-only store or a full disk is refused before a run starts.
     """
     from mlflow import MlflowClient
 
-    from attnlab.flows import store_guard
+    from attnlab.flows import store_guard, store_home
 
     if store.embedded:
         try:
@@ -147,6 +148,8 @@ def check_store(store: Store, timeout: float = 3.0, writable: bool = True, budge
     try:
         with store_guard.guarded(store.folder) if store.embedded else contextlib.nullcontext():
             retrying(ask, answers_late, budget, on_retry=told)
+        if store.embedded:
+            store_home.check_home(store.folder)
         if store.embedded and writable:
             store_guard.check_writable(store.folder)
     except TrackingUnavailable:

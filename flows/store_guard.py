@@ -148,7 +148,7 @@ def guarded(folder: Path) -> Iterator[None]:
             f"(lock {folder / 'locks' / 'store.lock'}); wait for it or stop it"
         ) from None
     except OSError as exc:
-        raise _not_writable(folder, exc) from exc
+        raise not_writable(folder, exc) from exc
     try:
         _settle(db, artifacts, inspect_db(db))
         yield
@@ -156,14 +156,28 @@ def guarded(folder: Path) -> Iterator[None]:
         lock.release()
 
 
-def _settle(db: Path, artifacts: Path, health: Health) -> None:
-    """Under the store lock: refuse ``db``, or leave it for MLflow to create or migrate."""
+def check_not_lost(folder: Path) -> None:
+    """Raise StoreDamaged (one line) when ``<folder>/mlflow.db`` is missing or empty while
+    ``artifacts/`` holds earlier runs: the history is lost, not yet to be made. Every command says
+    so before saying there is nothing to read."""
+    db = folder / "mlflow.db"
+    if db.is_file() and db.stat().st_size > 0:
+        return
+    _refuse_lost(db, folder / "artifacts", inspect_db(db))
+
+
+def _refuse_lost(db: Path, artifacts: Path, health: Health) -> None:
     if health.state in ("absent", "blank") and _has_artifacts(artifacts):
         what = "missing" if health.state == "absent" else health.detail
         raise StoreDamaged(
             f"the MLflow store {db} is {what} but {artifacts} holds the files of earlier runs; "
             f"{RESTORE}, or move {artifacts} away to start a new store"
         )
+
+
+def _settle(db: Path, artifacts: Path, health: Health) -> None:
+    """Under the store lock: refuse ``db``, or leave it for MLflow to create or migrate."""
+    _refuse_lost(db, artifacts, health)
     if health.state == "unreadable":
         start_over = "" if _has_artifacts(artifacts) else f", or delete {db} to start a new store"
         raise StoreDamaged(f"the MLflow store {db} is not a readable SQLite database ({health.detail}); {RESTORE}{start_over}")
@@ -185,9 +199,9 @@ def check_writable(folder: Path) -> None:
     try:
         free = shutil.disk_usage(folder).free
     except OSError as exc:
-        raise _not_writable(folder, exc) from exc
+        raise not_writable(folder, exc) from exc
     if free < MIN_FREE_BYTES:
-        raise _not_writable(folder, OSError(errno.ENOSPC, f"{free / 2**20:.1f} MiB free, a run needs {MIN_FREE_BYTES // 2**20} MiB"))
+        raise not_writable(folder, OSError(errno.ENOSPC, f"{free / 2**20:.1f} MiB free, a run needs {MIN_FREE_BYTES // 2**20} MiB"))
     try:
         with contextlib.closing(sqlite3.connect(folder / "mlflow.db", timeout=60, isolation_level=None)) as conn:
             conn.execute("BEGIN IMMEDIATE")
@@ -198,10 +212,10 @@ def check_writable(folder: Path) -> None:
         with tempfile.NamedTemporaryFile(dir=artifacts, prefix=".attnlab-write-check-"):
             pass
     except (OSError, sqlite3.Error) as exc:
-        raise _not_writable(folder, exc) from exc
+        raise not_writable(folder, exc) from exc
 
 
-def _not_writable(folder: Path, exc: BaseException) -> StoreNotWritable:
+def not_writable(folder: Path, exc: BaseException) -> StoreNotWritable:
     text = str(exc).lower()
     if getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or "disk is full" in text:
         detail = getattr(exc, "strerror", None) or str(exc)
