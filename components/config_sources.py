@@ -13,7 +13,10 @@ from pydantic import ValidationError
 
 from attnlab.config import ExperimentConfig
 from attnlab.errors import UserError
+from attnlab.plugins.options import first_few
 
+#: The largest config file read, in bytes: parsing 5 MB of YAML took over a minute.
+MAX_CONFIG_BYTES = 1_000_000
 #: ``-o GROUP.NAME=VALUE`` sets option NAME of a plugin: GROUP_options.NAME.
 PLUGIN_OPTION_GROUPS = ("task", "test_task", "scorer", "encoder", "decoder")
 
@@ -24,6 +27,12 @@ def read_yaml(path: Path) -> dict[str, Any]:
         raise UserError(f"config file {str(path)!r} does not exist")
     if path.is_dir():
         raise UserError(f"config file {str(path)!r} is a folder; give a YAML file")
+    size = path.stat().st_size
+    if size > MAX_CONFIG_BYTES:
+        raise UserError(
+            f"config file {str(path)!r} holds {size:,} bytes; a config file may hold at most "
+            f"{MAX_CONFIG_BYTES:,} (a config is a few dozen keys): give the keys you mean to set"
+        )
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
@@ -75,9 +84,13 @@ def validation_message(exc: ValidationError, sources: dict[str, str]) -> str:
     where = sources.get(str(first["loc"][0]) if first["loc"] else "", "")
     where = f" (from {where})" if where else ""
     more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+    unknown = [".".join(str(part) for part in error["loc"]) for error in errors if error["type"] == "extra_forbidden"]
     if first["type"] == "extra_forbidden":
         allowed = ", ".join(ExperimentConfig.model_fields)
-        return f"unknown config key {loc!r}{where}; allowed keys: {allowed}{more}"
+        others = len(errors) - len(unknown)
+        more = f" (and {others} more problem{'s' if others > 1 else ''})" if others else ""
+        keys = first_few([repr(key) for key in unknown])
+        return f"unknown config key{'s' * (len(unknown) > 1)} {keys}{where}; allowed keys: {allowed}{more}"
     message = first["msg"].removeprefix("Value error, ")
     return f"bad value {first.get('input')!r} for {loc}{where}: {message}{more}"
 

@@ -20,12 +20,20 @@ def option_names(cls: type, fixed: tuple[str, ...]) -> list[str]:
     return names
 
 
+def first_few(names: list[str], shown: int = 3) -> str:
+    """The first ``shown`` of ``names`` joined with ', ', then how many more: 'a, b, c and
+    99,997 more' (a message names a few, whatever the input holds)."""
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more:,} more" if more > 0 else "")
+
+
 def reject_unknown(cls: type, options: dict, fixed: tuple[str, ...]) -> None:
-    """Raise ValueError naming the unknown options of ``cls`` and listing the accepted ones."""
+    """Raise ValueError naming the first few unknown options of ``cls`` and listing the accepted
+    ones."""
     if options:
         allowed = option_names(cls, fixed)
         raise ValueError(
-            f"{cls.__name__} got unknown option(s) {', '.join(sorted(options))}; "
+            f"{cls.__name__} got unknown option(s) {first_few(sorted(options))}; "
             f"allowed: {', '.join(allowed) or 'none'}"
         )
 
