@@ -283,3 +283,56 @@ def test_a_full_disk_is_one_line_before_a_run_starts(capsys, tmp_path, monkeypat
         assert fingerprint(store_dir) == before and len(all_runs(store_dir)) == runs_before
     finally:
         subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def read_only(store_dir: Path) -> list[str]:
+    """A command prefix that runs it with ``store_dir`` bind-mounted read-only onto itself in a
+    private mount namespace (read-only for root too); skips the test where that is impossible."""
+    if not _can(["unshare", "--mount", "--propagation", "private", "true"]):
+        pytest.skip("needs unshare --mount (root, CAP_SYS_ADMIN) to make a read-only bind mount")
+    mount_ro = f"mount --bind {store_dir} {store_dir} && mount -o remount,bind,ro {store_dir} && exec \"$@\""
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", mount_ro, "sh"]
+
+
+def test_a_read_only_store_serves_predict_and_runs(learned_store, tmp_path):
+    """Predicting and listing only read: loading the champion writes nothing into the store."""
+    from _flowkit import KNOWN_DATES
+
+    store_dir = learned_store[0]
+    before = fingerprint(store_dir)
+    date, answer = next(iter(KNOWN_DATES.items()))
+    predict = cli_process(store_dir, "predict", date, cwd=tmp_path, prefix=read_only(store_dir))
+    runs = cli_process(store_dir, "runs", cwd=tmp_path, prefix=read_only(store_dir))
+    (out, err), (listed, runs_err) = predict.communicate(timeout=300), runs.communicate(timeout=300)
+    assert (predict.returncode, out) == (0, f"{date} -> {answer}\n"), err[-3000:]
+    assert runs.returncode == 0 and "FINISHED" in listed, runs_err[-3000:]
+    assert fingerprint(store_dir) == before
+
+
+@pytest.mark.parametrize("command", [["predict", "25-12-2023"], ["runs"], ["store", "relocate"]])
+def test_a_deleted_database_beside_earlier_runs_is_said_as_train_says_it(capsys, tmp_path, monkeypatch, command):
+    store_dir = tmp_path / "mlflow"
+    store_with_runs(store_dir, 2)
+    (store_dir / "mlflow.db").unlink()
+    before = fingerprint(store_dir)
+    monkeypatch.setenv("ATTNLAB_MLFLOW_DIR", str(store_dir))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    code, out, err = attnlab(capsys, *command)
+    assert code == 2 and out == ""
+    assert_one_line_error(err, f"the MLflow store {store_dir / 'mlflow.db'} is missing but {store_dir / 'artifacts'} holds the files of earlier runs",
+                          "restore mlflow.db from a backup (see 'Backup and restore' in mlflow/README.md)")  # fmt: skip
+    assert fingerprint(store_dir) == before
+
+
+def test_a_champion_whose_files_are_gone_is_named_with_where_they_were(capsys, learned_store, tmp_path, monkeypatch):
+    from test_store_relocation import champion_folder, copied
+
+    _, copy = copied(learned_store, tmp_path, monkeypatch)
+    assert attnlab(capsys, "store", "relocate")[0] == 0
+    gone = champion_folder(copy)
+    shutil.rmtree(gone)
+    for args in (["predict", "25-12-2023"], ["predict", "--model", "models:/attnlab-date/1", "25-12-2023"]):
+        code, out, err = attnlab(capsys, *args)
+        assert code == 2 and out == "", err
+        assert_one_line_error(err, "the files of model version 1 of 'attnlab-date'", f"are missing: {gone} does not exist",
+                              "restore the store's artifacts/ from a backup")  # fmt: skip
