@@ -4,8 +4,8 @@ Each takes ``runs``: combination label -> the train summaries of its finished ru
 seed), as returned by the train flow (``by_length``, ``history``, ``probe``).
 
 - :func:`accuracy_by_length` — test exact match against source length, one line per combination
-  (mean over seeds), lengths beyond the longest training source shaded: the view of Bahdanau et
-  al. (2014), Figure 2;
+  (mean over seeds), the lengths beyond the longest training source shaded where test sources
+  reach them: the view of Bahdanau et al. (2014), Figure 2;
 - :func:`learning_curves` — validation exact match and training loss per epoch (whole-epoch
   ticks, a plain loss axis);
 - :func:`attention_side_by_side` — the same input's attention under every combination.
@@ -24,6 +24,8 @@ from matplotlib.ticker import MaxNLocator, ScalarFormatter
 
 from attnlab.plots import cjk_font_family, draw_attention, marker_legend
 
+UNSEEN_LABEL = "longer than any training source"
+
 Runs = Mapping[str, Sequence[dict[str, Any]]]
 
 
@@ -31,6 +33,15 @@ def _figure(width: float, height: float) -> Figure:
     fig = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(fig)
     return fig
+
+
+def legend_beside(ax):
+    """The legend of ``ax``'s labelled artists to the right of the axes, outside the data area
+    (the constrained layout and :func:`attnlab.plots.save_figure`'s tight box keep it in the
+    picture); None when nothing is labelled."""
+    if not ax.get_legend_handles_labels()[0]:
+        return None
+    return ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize="small")
 
 
 def mean_by_length(summaries: Sequence[dict[str, Any]]) -> pd.Series:
@@ -42,23 +53,40 @@ def mean_by_length(summaries: Sequence[dict[str, Any]]) -> pd.Series:
 
 
 def accuracy_by_length(runs: Runs, train_max_length: int | None = None) -> Figure:
-    """Test exact match [0, 1] against source length, one line per combination."""
+    """Test exact match [0, 1] against source length, one line per combination, the legend to
+    the right of the axes. With ``train_max_length`` (the longest training source) the x label
+    names it, and where test sources are longer the lengths beyond it are shaded up to the plot's
+    right edge (see :func:`shade_unseen`)."""
     fig = _figure(8.0, 4.5)
     ax = fig.add_subplot()
+    longest = None
     for label, summaries in runs.items():
         curve = mean_by_length(summaries)
         if len(curve):
             ax.plot(curve.index, curve.values, marker="o", markersize=3, label=f"{label} ({len(summaries)} seed{'s' * (len(summaries) > 1)})")
+            longest = max(longest or 0, int(curve.index.max()))
+    xlabel = "source length (characters)"
     if train_max_length is not None:
-        ax.axvspan(train_max_length + 0.5, ax.get_xlim()[1], color="0.9", zorder=0, label="longer than any training source")
-    ax.set_xlabel("source length (characters)")
+        xlabel = f"source length (characters; training sources have at most {train_max_length})"
+        if longest is not None and longest > train_max_length:
+            shade_unseen(ax, train_max_length)
+    ax.set_xlabel(xlabel)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("test exact match")
     ax.set_ylim(-0.02, 1.02)
     ax.grid(alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="lower left", fontsize="small")
+    legend_beside(ax)
     ax.set_title("accuracy against source length")
     return fig
+
+
+def shade_unseen(ax, train_max_length: int):
+    """Shade the lengths above ``train_max_length`` from halfway past it to the axes' right edge
+    (drawn after the lines, whose limits it keeps: the span would widen them); the span."""
+    left, right = ax.get_xlim()
+    span = ax.axvspan(train_max_length + 0.5, right, color="0.85", zorder=0, label=UNSEEN_LABEL)
+    ax.set_xlim(left, right)
+    return span
 
 
 def _mean_history(summaries: Sequence[dict[str, Any]], key: str) -> pd.Series:
@@ -68,8 +96,8 @@ def _mean_history(summaries: Sequence[dict[str, Any]], key: str) -> pd.Series:
 
 def learning_curves(runs: Runs) -> Figure:
     """Validation exact match and training loss per epoch (mean over seeds), one line per
-    combination; epochs ticked at whole numbers, the loss on a plain linear axis from 0 (decimals,
-    no scientific notation or offset)."""
+    combination (one legend, right of the loss axes); epochs ticked at whole numbers, the loss on
+    a plain linear axis from 0 (decimals, no scientific notation or offset)."""
     fig = _figure(11.0, 4.0)
     left, right = fig.subplots(1, 2)
     for label, summaries in runs.items():
@@ -86,8 +114,7 @@ def learning_curves(runs: Runs) -> Figure:
     for ax in (left, right):
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize="small")
+    legend_beside(right if right.get_legend_handles_labels()[0] else left)
     return fig
 
 
