@@ -22,7 +22,8 @@ A task plugin subclasses :class:`Task` and is registered under ``attnlab.tasks``
   :meth:`Task.key` says which examples must stay in one split.
 - **check_source(text) -> str | None** (optional): the reason ``text`` is not a valid source of
   the task, or None. The default refuses empty text, text longer than ``max_source_length`` and
-  characters outside ``source_alphabet``; the date tasks also refuse dates that do not exist.
+  characters outside ``source_alphabet``; the date tasks also refuse dates that do not exist and
+  dates outside their years (min_year..max_year: the model never saw them).
   ``attnlab predict`` and the served model refuse such inputs (exit 2 / HTTP 400) before decoding;
   every source ``sample`` draws must pass it (the checks below try it).
 - **Checks**: every model built probes its task (20 examples); ``attnlab plugins --check`` and

@@ -58,12 +58,17 @@ def _pattern(pieces: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("".join(_PATTERNS.get(piece, re.escape(piece)) for piece in pieces))
 
 
+def _year(fields: dict[str, str], two_digit_year: bool) -> int:
+    """The year of the matched fields of a source format (a 2-digit year reads as 2000 + yy)."""
+    return int(fields["year"]) + (2000 if two_digit_year else 0)
+
+
 def _date_problem(fields: dict[str, str], two_digit_year: bool) -> str | None:
     """Why the matched fields of a source format name no real date, or None."""
     month_text = fields["month"]
     names = [m[: len(month_text)] for m in _MONTHS]
     month = names.index(month_text) + 1 if month_text in names else int(month_text)
-    year, day = int(fields["year"]) + (2000 if two_digit_year else 0), int(fields["day"])
+    year, day = _year(fields, two_digit_year), int(fields["day"])
     if year < 1:
         return "is not a real date: there is no year 0 (years 1-9999)"
     if not 1 <= month <= 12:
@@ -144,6 +149,18 @@ class _DateRange(Task):
     def _draw(self, rng: random.Random) -> date:
         return self._first + timedelta(days=rng.randrange(self._days))
 
+    def year_problem(self, year: int) -> str | None:
+        """Why a real date of ``year`` is refused: a year outside min_year..max_year, which a
+        model of this task never saw in training (it answers such dates with confident nonsense);
+        None inside the range. The reason names the range and the option that widens it."""
+        if self.min_year <= year <= self.max_year:
+            return None
+        option = "min_year" if year < self.min_year else "max_year"
+        return (
+            f"is in {year:04d}, outside the years the model was trained on ({self.min_year:04d}-"
+            f"{self.max_year:04d}); train one with -o task.{option}={year} to answer it"
+        )
+
     @property
     def space_size(self) -> int:
         return self._days
@@ -165,15 +182,17 @@ class DateTask(_DateRange):
         return self.render(self._draw(rng))
 
     def check_source(self, text: str) -> str | None:
-        """Refuses what :meth:`Task.check_source` refuses, text not shaped DD-MM-YYYY and dates
-        that do not exist (``31-02-2023``, ``29-02-2023``; ``29-02-2024`` is a real date)."""
+        """Refuses what :meth:`Task.check_source` refuses, text not shaped DD-MM-YYYY, dates
+        that do not exist (``31-02-2023``, ``29-02-2023``; ``29-02-2024`` is a real date) and
+        dates outside min_year..max_year (:meth:`year_problem`: ``31-01-1999`` by default)."""
         problem = super().check_source(text)
         if problem is not None:
             return problem
         found = _pattern(DateFormatsTask.FORMATS["dd-mm-yyyy"]).fullmatch(text)
         if found is None:
             return "is not a date written DD-MM-YYYY (e.g. 25-12-2023)"
-        return _date_problem(found.groupdict(), two_digit_year=False)
+        fields = found.groupdict()
+        return _date_problem(fields, two_digit_year=False) or self.year_problem(int(fields["year"]))
 
     @property
     def max_source_length(self) -> int:
@@ -248,8 +267,9 @@ class DateFormatsTask(_DateRange):
     def check_source(self, text: str) -> str | None:
         """Refuses what :meth:`Task.check_source` refuses, text in none of this task's formats,
         and dates that do not exist in the formats the text is written in (``30 Feb 2024``,
-        ``31.04.23``; a weekday must be the date's own). Text that reads as a real date in any
-        one of the formats is accepted."""
+        ``31.04.23``; a weekday must be the date's own) or fall outside min_year..max_year
+        (:meth:`year_problem`). Text that reads as a real date of the range in any one of the
+        formats is accepted."""
         problem = super().check_source(text)
         if problem is not None:
             return problem
@@ -259,6 +279,8 @@ class DateFormatsTask(_DateRange):
             found = _pattern(pieces).fullmatch(text)
             if found is not None:
                 problem = _date_problem(found.groupdict(), two_digit_year="yy" in pieces)
+                if problem is None:
+                    problem = self.year_problem(_year(found.groupdict(), two_digit_year="yy" in pieces))
                 if problem is None:
                     return None
                 problems.append(problem)

@@ -21,7 +21,7 @@ from attnlab.flows.errors import TrackingUnavailable
 from attnlab.flows.pyfunc import source_texts
 from attnlab.model import build_model, build_task
 
-SOURCES, TARGETS = ["01-02-2003", "28-12-1999"], ["2003年02月01日", "1999年12月28日"]
+SOURCES, TARGETS = ["01-02-2003", "28-12-2029"], ["2003年02月01日", "2029年12月28日"]
 
 
 def _bundle(tmp_path: Path, scorer: str) -> Path:

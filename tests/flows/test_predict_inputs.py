@@ -54,6 +54,7 @@ def served(bundle, tmp_path_factory):
         ("29-02-2023", ["'29-02-2023'", "February 2023 has no day 29"]),
         (LONG, ["5000 characters", "at most 10"]),
         ("25.12.2023", ["'.'", "alphabet"]),
+        ("31-01-1999", ["'31-01-1999' is in 1999", "trained on (2000-2030)", "-o task.min_year=1999"]),
     ],
 )
 def test_predict_refuses_what_the_task_refuses(bundle, capsys, text, needles):
@@ -144,7 +145,10 @@ def test_pyfunc_model_raises_invalid_parameter_value(served):
     assert "February 2023 has no day 31" in caught.value.message
 
 
-@pytest.mark.parametrize("text,needle", [("99-99-2023", "no month 99"), ("29-02-2023", "has no day 29"), (LONG, "5000 characters")])
+@pytest.mark.parametrize(
+    "text,needle",
+    [("99-99-2023", "no month 99"), ("29-02-2023", "has no day 29"), (LONG, "5000 characters"), ("28-06-2054", "-o task.max_year=2054")],
+)
 def test_served_model_answers_400_without_a_stack_trace(served, text, needle):
     _, client = served
     response = client.post("/invocations", json={"dataframe_split": {"columns": ["source"], "data": [[text]]}})

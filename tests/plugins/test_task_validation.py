@@ -43,9 +43,43 @@ def test_date_refuses_what_is_not_a_real_date(text, needle):
         DateTask().validate_source(text)
 
 
-@pytest.mark.parametrize("text", ["29-02-2024", "25-12-2023", "31-12-1999", "01-01-0001", "29-02-2000"])
-def test_date_accepts_real_dates_outside_the_training_years_too(text):
+@pytest.mark.parametrize("text", ["29-02-2024", "25-12-2023", "01-01-2000", "31-12-2030", "29-02-2000"])
+def test_date_accepts_real_dates_of_its_years(text):
     assert DateTask().check_source(text) is None
+
+
+@pytest.mark.parametrize(
+    "text,year,option",
+    [("31-01-1999", "1999", "task.min_year=1999"), ("28-06-1954", "1954", "task.min_year=1954"),
+     ("01-01-2031", "2031", "task.max_year=2031"), ("01-01-0001", "0001", "task.min_year=1")],
+)  # fmt: skip
+def test_date_refuses_years_the_model_was_not_trained_on(text, year, option):
+    reason = DateTask().check_source(text)
+    assert reason is not None and "\n" not in reason
+    assert f"is in {year}" in reason and "(2000-2030)" in reason and f"-o {option}" in reason
+
+
+def test_the_years_follow_the_tasks_options():
+    assert DateTask(min_year=1900, max_year=2100).check_source("28-06-1954") is None
+    assert "(1900-2100)" in DateTask(min_year=1900, max_year=2100).check_source("01-01-2101")
+    assert DateTask(min_year=1).check_source("01-01-0001") is None
+
+
+@pytest.mark.parametrize("name", list(DateFormatsTask.FORMATS))
+def test_date_formats_refuses_years_outside_its_range_in_every_format(name):
+    task = DateFormatsTask(formats=[name])
+    late = task.render(date(2045, 12, 25), name).source
+    assert "(2000-2030)" in task.check_source(late) and "-o task.max_year=2045" in task.check_source(late)
+    if "yy" not in task.FORMATS[name]:
+        early = task.render(date(1999, 12, 25), name).source
+        assert "-o task.min_year=1999" in task.check_source(early)
+        assert DateFormatsTask(min_year=1999, formats=[name]).check_source(early) is None
+
+
+def test_a_model_answers_the_years_of_its_test_task_too():
+    task, test_task = config_tasks({"task": "date", "test_task_options": {"min_year": 1990}})
+    assert first_problem(["31-01-1999"], task, test_task) is None
+    assert "'31-01-1989' is in 1989" in first_problem(["31-01-1999", "31-01-1989"], task, test_task)
 
 
 def _written(pieces: tuple[str, ...], day) -> str:
