@@ -5,7 +5,9 @@ weights to :data:`WEIGHT_DECIMALS` decimals and embeds it as JSON in
 ``<script type="application/json" id="explorer-data">``; the page's inline script
 (``explorer_assets/explorer.js``) and style (``explorer_assets/explorer.css``) draw it. The page
 fetches nothing and stores nothing, so it opens as a local file and inside the MLflow UI's
-artifact viewer (an iframe). :func:`write_explorer` writes it to a file.
+artifact viewer (an iframe). It carries the glyphs of the non-ASCII characters its document
+shows (:func:`document_characters`) as an inline font (:mod:`attnlab.fonts`), so 年月日 render on a
+machine without a CJK system font. :func:`write_explorer` writes it to a file.
 
 Document (``Lt`` output tokens, ``Ls`` source tokens of one example)::
 
@@ -36,6 +38,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from attnlab.fonts import bundled_cjk_font, embedded_characters, font_face_css, subset_font
+
 SCHEMA_VERSION = 1
 #: Decimals kept of each attention weight in the page (0.001 is below what a colour shows).
 WEIGHT_DECIMALS = 3
@@ -55,6 +59,7 @@ def explorer_html(document: Mapping[str, Any]) -> str:
     title = html.escape(compact["title"])
     return _PAGE.format(
         title=title,
+        font=embedded_font_css(document_characters(compact)),
         css=_asset("explorer.css"),
         data=embed_json(compact),
         js=_asset("explorer.js"),
@@ -68,6 +73,29 @@ def write_explorer(document: Mapping[str, Any], path: str | Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(page, encoding="utf-8")
     return path
+
+
+def document_characters(compact: Mapping[str, Any]) -> str:
+    """Every character the page shows from a checked document (:func:`compact_document`), sorted
+    once each: title, subtitle, note, model, view and metric names, snapshot labels, and every
+    token and target of every example and snapshot."""
+    texts = [compact["title"], compact.get("subtitle", ""), compact.get("note", "")]
+    for model in compact["models"]:
+        texts += [model["name"], *model["views"], *model.get("metrics", {})]
+        snapshots = model["snapshots"] or {"examples": []}
+        texts += snapshots.get("labels") or []
+        for example in model["examples"] + snapshots["examples"]:
+            texts += [*example["source_tokens"], *example["output_tokens"], example.get("target") or ""]
+    return "".join(sorted(set("".join(texts))))
+
+
+def embedded_font_css(characters: str) -> str:
+    """The ``@font-face`` of the bundled CJK font's glyphs for the non-ASCII ``characters`` (see
+    :mod:`attnlab.fonts`); empty when there are none."""
+    needed = embedded_characters(characters)
+    if not needed:
+        return ""
+    return font_face_css(subset_font(bundled_cjk_font().read_bytes(), needed))
 
 
 def embed_json(data: Any) -> str:
@@ -266,7 +294,7 @@ _PAGE = """<!DOCTYPE html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title}</title>
 <style>
-{css}</style>
+{font}{css}</style>
 </head>
 <body>
 <header>

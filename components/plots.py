@@ -25,7 +25,6 @@ Tick labels use a CJK-capable font (IPAexGothic from ``matplotlib-fontja``, see
 from __future__ import annotations
 
 import functools
-import importlib.util
 import math
 from pathlib import Path
 from typing import Any, Sequence
@@ -36,6 +35,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
+
+from attnlab.fonts import bundled_cjk_font
 
 CMAP = "viridis"
 MAX_COLUMNS = 4
@@ -49,22 +50,12 @@ GOLD_LABEL = "gold alignment"
 
 @functools.cache
 def cjk_font_family() -> str:
-    """Register the IPAexGothic font shipped by ``matplotlib-fontja`` and return its family name.
-
-    The package folder is located with ``importlib.util.find_spec`` *without importing it*:
-    importing ``matplotlib_fontja`` calls ``japanize()``, which rewrites the global
-    ``rcParams["font.family"]``. Here only ``fontManager.addfont`` is called; rcParams are untouched.
-    """
-    spec = importlib.util.find_spec("matplotlib_fontja")
-    dirs = list(spec.submodule_search_locations or []) if spec else []
-    fonts = sorted(p for d in dirs for p in Path(d, "fonts").glob("*.ttf"))
-    if not fonts:
-        raise RuntimeError(
-            "No CJK font found: install the 'matplotlib-fontja' package "
-            "(pip install matplotlib-fontja) to render CJK tick labels."
-        )
-    font_manager.fontManager.addfont(str(fonts[0]))
-    return font_manager.FontProperties(fname=str(fonts[0])).get_name()
+    """Register the IPAexGothic font shipped by ``matplotlib-fontja``
+    (:func:`attnlab.fonts.bundled_cjk_font`) and return its family name. Only
+    ``fontManager.addfont`` is called; rcParams are untouched."""
+    font = str(bundled_cjk_font())
+    font_manager.fontManager.addfont(font)
+    return font_manager.FontProperties(fname=font).get_name()
 
 
 def _as_array(weights: Any, ndim: int) -> np.ndarray:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from attnlab.explorer import WEIGHT_DECIMALS, compact_document, embed_json, explorer_html, write_explorer
+from attnlab.explorer import WEIGHT_DECIMALS, compact_document, document_characters, embed_json, explorer_html, write_explorer
 from explorer_documents import date_document
 
 DATA = re.compile(r'<script type="application/json" id="explorer-data">(.*?)</script>', re.S)
@@ -80,6 +80,8 @@ def test_embed_json_escapes_only_what_html_would_read():
 
 def test_page_fetches_nothing_and_never_navigates_the_frame(document):
     page = explorer_html(document)
+    assert page.count("url(data:font/woff;base64,") == 1  # the embedded font, inline
+    page = page.replace("url(data:font/woff;base64,", "")
     for needle in ("http://", "https://", "src=", "fetch(", "XMLHttpRequest", "localStorage", "sessionStorage",
                    "window.top", "window.parent", "location", "import(", "@import", "url("):  # fmt: skip
         assert needle not in page, needle
@@ -201,3 +203,50 @@ def test_the_module_imports_no_torch():
     code = "import sys, attnlab.explorer; print(sorted(m for m in ('torch', 'numpy', 'mlflow', 'prefect') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+FONT = re.compile(r'@font-face \{ font-family: "attnlab glyphs"; src: url\(data:font/woff;base64,([A-Za-z0-9+/=]+)\)')
+
+
+def embedded_glyphs(page: str) -> set[str]:
+    """The characters of the font a page embeds (empty: it embeds none)."""
+    import base64
+    import io
+
+    from fontTools.ttLib import TTFont
+
+    fonts = FONT.findall(page)
+    assert len(fonts) <= 1
+    return {chr(c) for c in TTFont(io.BytesIO(base64.b64decode(fonts[0]))).getBestCmap()} if fonts else set()
+
+
+def test_the_page_embeds_the_glyphs_of_every_non_ascii_character_its_document_shows(document):
+    example = document["models"][0]["examples"][0]
+    example["source_tokens"][0] = "二"  # a source token
+    example["target"] = "2023年12月25日火"  # a target only
+    document["models"][0]["snapshots"]["examples"][0]["output_tokens"][0] = "水"  # a snapshot probe only
+    document["models"][0]["name"] = "注意"  # a model name
+    document["title"] = "attnlab run é"
+    characters = document_characters(compact_document(document))
+    assert {"二", "火", "水", "注", "意", "é", "年", "月", "日", "<"} <= set(characters)
+    assert embedded_glyphs(explorer_html(document)) == {"二", "火", "水", "注", "意", "é", "年", "月", "日"}
+
+
+def test_a_page_of_ascii_only_embeds_no_font(document):
+    for example in document["models"][0]["examples"]:
+        example["output_tokens"] = [t for t in example["output_tokens"] if t.isascii()]
+        example["target"] = None
+        example["gold"] = None
+        example["weights"] = {v: m[: len(example["output_tokens"])] for v, m in example["weights"].items()}
+    document["models"][0]["snapshots"] = None
+    page = explorer_html(document)
+    assert "@font-face" not in page and embedded_glyphs(page) == set()
+
+
+def test_the_embedded_font_adds_a_few_kilobytes_to_a_date_page():
+    document = date_document(examples=200)
+    page = explorer_html(document)
+    (font,) = FONT.findall(page)
+    added = len(re.search(r"@font-face \{.*?\}\n", page).group(0).encode())
+    print(f"embedded font of a date page (年月日): {added} bytes of {len(page.encode())}")
+    assert embedded_glyphs(page) == {"年", "月", "日"} and added < 4000

@@ -371,3 +371,78 @@ def test_at_200_percent_zoom_every_token_and_cell_can_be_seen(page, zoom):
     page.hover('[data-testid="output-token"][data-index="1"]')
     weights = DOCUMENT["models"][0]["examples"][LONG]["weights"]["average"][1]
     assert indexes(page, '[data-testid="source-token"].top') == [argmax(weights)]
+
+
+def element_png(page, selector: str, family: str, text: str) -> bytes:
+    """A screenshot of the element at ``selector`` showing ``text`` in ``family`` only."""
+    page.eval_on_selector(selector, "(n, [family, text]) => { n.style.fontFamily = family; n.textContent = text; }", [family, text])
+    page.evaluate("document.fonts.ready.then(() => true)")
+    return page.locator(selector).screenshot(animations="disabled")
+
+
+def grey(png: bytes) -> list[int]:
+    """The grey levels (0 black to 255 white) of ``png``'s pixels, row by row."""
+    import io
+
+    from PIL import Image
+
+    return list(Image.open(io.BytesIO(png)).convert("L").get_flattened_data())
+
+
+def ink(png: bytes) -> int:
+    """How many pixels of ``png`` are darker than mid-grey."""
+    return sum(1 for value in grey(png) if value < 128)
+
+
+def unlike(a: bytes, b: bytes) -> int:
+    """How many pixels of two same-sized screenshots differ by more than a quarter of the grey
+    scale (antialiasing of one outline from two copies of a font stays below it)."""
+    first, second = grey(a), grey(b)
+    assert len(first) == len(second)
+    return sum(1 for x, y in zip(first, second) if abs(x - y) > 64)
+
+
+def test_cjk_output_characters_are_drawn_from_the_embedded_font_not_as_boxes(page):
+    """年, 月 and 日 of an output token, drawn in the page's embedded family alone, are pixel for
+    pixel the glyphs of the bundled font (cut here from its file and loaded as another family),
+    whatever fonts the system has; a blank token has less ink. With no CJK system font (fc-list
+    :lang=ja prints nothing on a machine set up by make setup), the same characters in a family
+    that does not exist are the boxes the page showed before, and in the page's own font list
+    they are the bundled font's."""
+    import base64
+    import io
+    import subprocess
+
+    from fontTools import subset
+
+    from attnlab.fonts import EMBEDDED_FAMILY, bundled_cjk_font
+
+    # The reference: the bundled font cut to the same three characters, as plain TrueType
+    # (FreeType's autohinter sizes its strokes from the glyphs a font holds, so the whole 6 MB
+    # font draws 月 a pixel differently).
+    font = subset.load_font(str(bundled_cjk_font()), subset.Options())
+    subsetter = subset.Subsetter()
+    subsetter.populate(text="年月日")
+    subsetter.subset(font)
+    cut = io.BytesIO()
+    font.save(cut)
+    page.evaluate("""async b64 => {
+        const bytes = Uint8Array.from(atob(b64), c => c.charCodeAt(0));
+        const face = new FontFace("bundled reference", bytes);
+        document.fonts.add(await face.load());
+    }""", base64.b64encode(cut.getvalue()).decode("ascii"))  # fmt: skip
+    token = '[data-testid="output-token"][data-index="4"]'  # 年 of the first example's output
+    assert page.locator(token).inner_text() == "年"
+    blank = ink(element_png(page, token, f'"{EMBEDDED_FAMILY}"', ""))
+    system_has_cjk = subprocess.run(["fc-list", ":lang=ja"], capture_output=True, text=True).stdout.strip() != ""
+    for character in "年月日":
+        embedded = element_png(page, token, f'"{EMBEDDED_FAMILY}"', character)
+        reference = element_png(page, token, '"bundled reference"', character)
+        fallback = element_png(page, token, '"no such family"', character)
+        print(f"{character}: ink {ink(embedded)} (blank token {blank}); pixels unlike the bundled font's glyph "
+              f"{unlike(embedded, reference)}, unlike the system's fallback {unlike(embedded, fallback)}")  # fmt: skip
+        assert unlike(embedded, reference) == 0, character
+        assert ink(embedded) > blank + 20, character
+        if not system_has_cjk:  # then the page's own font list reaches the embedded font
+            assert unlike(embedded, fallback) > 20, character
+            assert unlike(element_png(page, token, "", character), reference) == 0, character
