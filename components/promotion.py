@@ -30,6 +30,8 @@ class Decision:
     ``champion_version`` and ``champion_score`` describe the alias holder the challenger was
     compared with (None: there was none). ``challenger_score`` is None when the challenger could
     not be measured on the benchmark (then ``promoted`` is False and ``reason`` says why).
+    ``champion_unusable`` says why the champion could not be loaded to be scored (see
+    :func:`keep_unusable_champion`), or is None.
     """
 
     promoted: bool
@@ -39,6 +41,7 @@ class Decision:
     champion_version: str | None
     champion_score: float | None
     margin: float
+    champion_unusable: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -68,6 +71,14 @@ def decide(challenger_score: float, champion_score: float | None, margin: float)
         f"challenger {challenger_score:.4f} does not beat champion {champion_score:.4f} by more "
         f"than margin {margin:.4f} (difference {difference:+.4f})"
     )
+
+
+def keep_unusable_champion(why: str) -> tuple[bool, str]:
+    """(promoted, reason) when the champion cannot be loaded to be scored (``why``: its code fails
+    the safety check, its files are gone). The challenger is not promoted: the one rule compares
+    two scores on one benchmark, and a champion that cannot be scored gives none; whether to
+    retire or repair it is a person's call, so the alias stays and the command says so."""
+    return False, f"champion unusable: {why}"
 
 
 def incomparable_reason(

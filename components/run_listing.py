@@ -20,6 +20,8 @@ STATUSES = ("RUNNING", "SCHEDULED", "FINISHED", "FAILED", "KILLED")
 SHORT_ID = 8
 #: The mark of the champion's run.
 CHAMPION_MARK = "*"
+#: The mark of the champion's run when its model cannot be loaded.
+UNUSABLE_MARK = "!"
 
 Record = Mapping[str, Any]
 
@@ -54,10 +56,13 @@ def _number(metrics: Mapping[str, float], key: str) -> float | None:
     return None if value is None else float(value)
 
 
-def run_row(record: Record, champion_runs: Iterable[str] = ()) -> dict[str, Any]:
+def run_row(record: Record, champion_runs: Iterable[str] | Mapping[str, str | None] = ()) -> dict[str, Any]:
     """One run as a row of ``attnlab runs --json``: ids, status, start (UTC), plugins and task,
-    test exact match, alignment accuracy, epochs trained and whether it is the champion's run
-    (``champion_runs``: the run ids of the model versions holding the champion alias)."""
+    test exact match, alignment accuracy, epochs trained, whether it is the champion's run
+    (``champion_runs``: the run ids of the model versions holding the champion alias) and, for
+    the champion, why its model cannot be loaded (``champion_runs`` as a mapping of run id to
+    that reason or None; ``champion_unusable``)."""
+    unusable = champion_runs.get(record["run_id"]) if isinstance(champion_runs, Mapping) else None
     tags, params, metrics = record.get("tags", {}), record.get("params", {}), record.get("metrics", {})
     epochs = _number(metrics, "epochs_trained")
     return {
@@ -71,6 +76,7 @@ def run_row(record: Record, champion_runs: Iterable[str] = ()) -> dict[str, Any]
         "alignment": _number(metrics, "test_alignment_accuracy"),
         "epochs": None if epochs is None else int(epochs),
         "champion": record["run_id"] in set(champion_runs),
+        "champion_unusable": unusable,
     }
 
 
@@ -99,7 +105,7 @@ def format_runs(rows: Sequence[Mapping[str, Any]]) -> str:
         plugins = "/".join(str(row.get(key) or "-") for key in ("scorer", "encoder", "decoder"))
         body.append(
             (
-                CHAMPION_MARK if row["champion"] else "",
+                (UNUSABLE_MARK if row.get("champion_unusable") else CHAMPION_MARK) if row["champion"] else "",
                 short_id(row["run_id"]),
                 row["name"],
                 row["status"],
@@ -112,8 +118,11 @@ def format_runs(rows: Sequence[Mapping[str, Any]]) -> str:
             )
         )
     text = _table(columns, body)
-    if any(row["champion"] for row in rows):
+    if any(row["champion"] and not row.get("champion_unusable") for row in rows):
         text += f"\n{CHAMPION_MARK} champion: the run of the model version that holds the alias 'champion'"
+    for row in rows:
+        if row["champion"] and row.get("champion_unusable"):
+            text += f"\n{UNUSABLE_MARK} champion, unusable (found by the last promotion): {row['champion_unusable']}"
     return text
 
 

@@ -19,10 +19,12 @@ import mlflow
 import pandas as pd
 from mlflow import MlflowClient
 from mlflow.entities import Dataset, DatasetInput, InputTag, Param
+from mlflow.exceptions import MlflowException
 
 from attnlab.benchmark import BenchmarkSet, draw_benchmark, from_json, to_json
 from attnlab.config import ExperimentConfig
 from attnlab.flows import model_registry, tracking
+from attnlab.flows.errors import UserError
 
 BENCHMARK_RUN_TAG = "attnlab.benchmark_run_id"
 BENCHMARK_SHA_TAG = "attnlab.benchmark_sha256"
@@ -79,7 +81,13 @@ def load_benchmark(client: MlflowClient, name: str, folder: Path) -> Benchmark |
     run_id = tags.get(BENCHMARK_RUN_TAG)
     if not run_id:
         return None
-    path = Path(client.download_artifacts(run_id, BENCHMARK_ARTIFACT, str(folder)))
+    try:
+        path = Path(client.download_artifacts(run_id, BENCHMARK_ARTIFACT, str(folder)))
+    except MlflowException as exc:
+        raise UserError(
+            f"the benchmark of {name!r} (file {BENCHMARK_ARTIFACT} of run {run_id}) cannot be read: {exc.message.rstrip('.')}; "
+            "restore the store's artifacts/ from a backup (see 'Backup and restore' in mlflow/README.md)"
+        ) from exc
     text = path.read_text(encoding="utf-8")
     digest = hashlib.sha256(text.encode()).hexdigest()
     if tags.get(BENCHMARK_SHA_TAG) and digest != tags[BENCHMARK_SHA_TAG]:

@@ -119,7 +119,7 @@ class _DropInterruptNoise(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        return not any(text in message for text in ("interrupt signal", "termination signal", "TrackingLost"))
+        return not any(text in message for text in ("interrupt signal", "termination signal", "TrackingLost", "RunFault", "PrefectLost"))
 
 
 @contextmanager

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from attnlab.errors import UserError
 
-__all__ = ["TrackingLost", "TrackingUnavailable", "UserError"]
+__all__ = ["ModelUnusable", "PrefectLost", "RunFault", "TrackingLost", "TrackingUnavailable", "UserError"]
 
 
 class TrackingUnavailable(UserError):
@@ -13,3 +13,18 @@ class TrackingUnavailable(UserError):
 
 class TrackingLost(TrackingUnavailable):
     """The tracking server stopped answering while a run was in progress."""
+
+
+class PrefectLost(Exception):
+    """Prefect's API server stopped answering while a flow was running (see
+    :mod:`attnlab.flows.prefect_watch`)."""
+
+
+class RunFault(UserError):
+    """A run stopped on a fault of its surroundings (a full disk, Prefect's server or the store's
+    artifacts folder gone); the message is the one line of :func:`attnlab.faults.fault_line`."""
+
+
+class ModelUnusable(UserError):
+    """A stored model that cannot be loaded: its code fails the safety check, or its files are
+    gone."""

@@ -14,7 +14,7 @@ import mlflow
 from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 
-from attnlab.flows.errors import UserError
+from attnlab.flows.errors import ModelUnusable, UserError
 from attnlab.flows.store import already_exists, is_missing, reason
 
 if TYPE_CHECKING:  # torch comes with it: `attnlab predict` loads the registry before torch
@@ -164,14 +164,15 @@ def load_pyfunc(uri: str):
             local = Path(mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=scratch))
             problem = model_code_problem(local)
             if problem:
-                raise UserError(missing_files(uri) or f"refusing to load the model at {uri}: {problem}; loading a model runs its code")
+                raise ModelUnusable(missing_files(uri) or f"refusing to load the model at {uri}: {problem}; loading a model runs its code")
             return mlflow.pyfunc.load_model(str(local))
     except MlflowException as exc:
         missing = missing_files(uri)
         if missing:
-            raise UserError(missing) from exc
+            raise ModelUnusable(missing) from exc
         if is_missing(exc) or "not found" in str(exc).lower() or "does not exist" in str(exc).lower():
             raise UserError(f"no model at {uri} in {mlflow.get_tracking_uri()}: {reason(exc)}") from exc
         raise
     except OSError as exc:
-        raise UserError(missing_files(uri) or f"no model at {uri}: {exc.strerror or exc}") from exc
+        missing = missing_files(uri)
+        raise (ModelUnusable(missing) if missing else UserError(f"no model at {uri}: {exc.strerror or exc}")) from exc

@@ -26,10 +26,13 @@ from attnlab.config import ExperimentConfig
 from attnlab.flows import model_registry
 from attnlab.benchmark import BenchmarkSet
 from attnlab.flows.benchmark_store import Benchmark
-from attnlab.promotion import Decision, decide, incomparable_reason
+from attnlab.flows.errors import ModelUnusable
+from attnlab.promotion import Decision, decide, incomparable_reason, keep_unusable_champion
 
 #: Prefix of the decision tags.
 TAG = "promotion."
+#: Tag of a champion version that a promotion could not load, with why (``attnlab runs`` shows it).
+UNUSABLE_TAG = "attnlab.unusable"
 
 #: A factory of the lock to hold while the champion is read, scored and replaced.
 Lock = Callable[[], ContextManager[Any]]
@@ -113,7 +116,13 @@ def compare_and_set(client: MlflowClient, name: str, challenger_version: str, sc
         if current is not None and str(current.version) == version:
             return Decision(True, "already the champion (a retried promotion)", version, challenger_score, version, challenger_score, margin)
         champion = None if current is None else str(current.version)
-        champion_score = None if champion is None else score(champion)
+        try:
+            champion_score = None if champion is None else score(champion)
+        except ModelUnusable as exc:
+            promoted, reason = keep_unusable_champion(str(exc))
+            return Decision(promoted, reason, version, challenger_score, champion, None, margin, champion_unusable=str(exc))
+        if current is not None and UNUSABLE_TAG in (current.tags or {}):
+            client.delete_model_version_tag(name, champion, UNUSABLE_TAG)  # repaired since
         promoted, reason = decide(challenger_score, champion_score, margin)
         if promoted:
             client.set_registered_model_alias(name, model_registry.CHAMPION, version)
@@ -143,6 +152,8 @@ def record_decision(client: MlflowClient, run_id: str | None, name: str, decisio
         client.set_model_version_tag(name, decision.challenger_version, TAG + key, value)
     if not run_id:
         return
+    if decision.champion_unusable and decision.champion_version:
+        client.set_model_version_tag(name, decision.champion_version, UNUSABLE_TAG, decision.champion_unusable[:4000])
     metrics = {"margin": decision.margin, "promoted": float(decision.promoted)}
     for key in ("challenger_score", "champion_score"):
         if getattr(decision, key) is not None:

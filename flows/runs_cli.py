@@ -89,12 +89,14 @@ def recent_runs(client, experiments: dict[str, str], statuses: tuple[str, ...], 
     return [run_record(run, experiments.get(run.info.experiment_id)) for run in found[:limit]]
 
 
-def champion_runs(client, tasks: set[str]) -> set[str]:
-    """The run ids of the model versions holding the champion alias of ``attnlab-<task>``."""
+def champion_runs(client, tasks: set[str]) -> dict[str, str | None]:
+    """The run ids of the model versions holding the champion alias of ``attnlab-<task>``, each
+    with why its model cannot be loaded (as the last promotion found it), or None."""
     from attnlab.flows.model_registry import champion_version, model_name
+    from attnlab.flows.promotion import UNUSABLE_TAG
 
     holders = (champion_version(client, model_name(task)) for task in sorted(tasks))
-    return {version.run_id for version in holders if version is not None and version.run_id}
+    return {v.run_id: (v.tags or {}).get(UNUSABLE_TAG) for v in holders if v is not None and v.run_id}
 
 
 # --------------------------------------------------------------------------- attnlab runs

@@ -150,6 +150,7 @@ def check_store(store: Store, timeout: float = 3.0, writable: bool = True, budge
             retrying(ask, answers_late, budget, on_retry=told)
         if store.embedded:
             store_home.check_home(store.folder)
+            store_guard.check_artifacts_kept(store.folder)
         if store.embedded and writable:
             store_guard.check_writable(store.folder)
     except TrackingUnavailable:

@@ -166,6 +166,26 @@ def check_not_lost(folder: Path) -> None:
     _refuse_lost(db, folder / "artifacts", inspect_db(db))
 
 
+def check_artifacts_kept(folder: Path) -> None:
+    """Raise StoreDamaged (one line) when ``<folder>/mlflow.db`` records finished runs (each of
+    which logged files) but ``artifacts/``, which holds their files (models, benchmarks, figures),
+    is gone: a run would recreate it empty and fail later, half-way, on the first earlier file it
+    needs."""
+    artifacts, db = folder / "artifacts", folder / "mlflow.db"
+    if artifacts.is_dir() or not db.is_file():
+        return
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=60)) as conn:
+            runs = conn.execute("SELECT count(*) FROM runs WHERE status = 'FINISHED'").fetchone()[0]
+    except sqlite3.DatabaseError:
+        return  # a new store without tables yet, or one that the checks before refuse
+    if runs:
+        raise StoreDamaged(
+            f"the MLflow store {db} records {runs} finished run(s) but {artifacts}, which holds their files, is missing; "
+            f"restore {artifacts} from a backup, or move {db} away to start a new store"
+        )
+
+
 def _refuse_lost(db: Path, artifacts: Path, health: Health) -> None:
     if health.state in ("absent", "blank") and _has_artifacts(artifacts):
         what = "missing" if health.state == "absent" else health.detail

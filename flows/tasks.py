@@ -29,9 +29,10 @@ from attnlab.datasets import load_splits, save_splits
 from attnlab.evaluate import Evaluation, evaluate
 from attnlab.examples import gold_alignments
 from attnlab.experiment import prepare_data, train_model
+from attnlab.faults import out_of_space
 from attnlab.explorer import write_explorer
 from attnlab.explorer_data import PROBE_EXAMPLES, SnapshotRecorder, describe, model_views, run_document
-from attnlab.flows import model_registry, promotion, store, tracking
+from attnlab.flows import model_registry, prefect_watch, promotion, store, tracking
 from attnlab.flows.benchmark_store import Benchmark, ensure_benchmark
 from attnlab.flows.promotion_lock import promotion_lock
 from attnlab.flows.step_log import StepLog
@@ -52,8 +53,8 @@ step_progress = logging.getLogger(f"{PROGRESS_LOGGER}.steps")
 def transient(task, task_run, state) -> bool:
     """Retry condition: retry I/O and tracking-server hiccups, not mistakes or bugs."""
     exc = state.data if isinstance(state.data, BaseException) else None
-    if isinstance(exc, UserError):
-        return False
+    if isinstance(exc, UserError) or (exc is not None and out_of_space(exc)):
+        return False  # a full disk stays full for the seconds a retry waits
     if isinstance(exc, (OSError, ConnectionError, TimeoutError)):
         return True
     if isinstance(exc, MlflowException):
@@ -166,6 +167,7 @@ def train(config: ExperimentConfig, data: Path, run_id: str, workdir: Path) -> T
     parameters = sum(p.numel() for p in model.parameters())
     snapshots = workdir / "snapshots.json"
     snapshots.write_text(json.dumps(recorder.snapshots(), ensure_ascii=False))
+        prefect_watch.check()
     return Trained(bundle, result.history, result.stopped_early, result.train_seconds, parameters, snapshots)
 
 

@@ -32,25 +32,24 @@ def register(app: typer.Typer) -> None:
     app.command()(train)
 
 
-class _DropDivergenceNoise(logging.Filter):
-    """Prefect logs the failed train task and flow, each with a traceback, when training
-    diverges; the CLI says it in one line instead."""
+class _DropFailureReports(logging.Filter):
+    """Prefect logs a failed task and flow at ERROR, each with a traceback; the command itself
+    says what ended the run (one line for a diverged training, a user's mistake or a fault of
+    the surroundings, Python's traceback for a bug), so these are not printed twice."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from attnlab.train import TrainingDiverged
-
-        error = record.exc_info[1] if record.exc_info else None
-        return not isinstance(error, TrainingDiverged) and "TrainingDiverged" not in record.getMessage()
+        return record.levelno < logging.ERROR
 
 
 @contextmanager
-def divergence_quietly(verbose: bool) -> Iterator[None]:
-    """Keep Prefect's reports of a diverged training off stderr (--verbose keeps them)."""
+def failures_quietly(verbose: bool) -> Iterator[None]:
+    """Keep Prefect's reports of a failed task or flow off stderr, and MLflow's report of a
+    database write that failed (a full disk): --verbose keeps them."""
     if verbose:
         yield
         return
-    noise = _DropDivergenceNoise()
-    loggers = [logging.getLogger(name) for name in ("prefect.task_runs", "prefect.flow_runs", "prefect.flow_engine", "prefect.task_engine")]
+    noise = _DropFailureReports()
+    loggers = [logging.getLogger(name) for name in ("prefect.task_runs", "prefect.flow_runs", "prefect.flow_engine", "prefect.task_engine", "mlflow.store.db.utils")]
     for logger in loggers:
         logger.addFilter(noise)
     try:
@@ -106,6 +105,8 @@ def format_summary(summary: dict[str, Any]) -> str:
     decision = model.get("decision")
     if decision is None:
         verdict = "registered, not promoted"
+    elif decision.get("champion_unusable"):
+        verdict = f"not promoted: version {model['champion_version']} holds the alias but cannot be loaded (see the error line)"
     elif model["champion"]:
         verdict = f"new champion: {decision['reason']}"
     else:
@@ -183,7 +184,22 @@ def train(
         typer.echo(json.dumps(summary, default=str, ensure_ascii=False))
     else:
         typer.echo(format_summary(summary))
+    problem = unusable_champion(summary)
+    if problem:
+        raise fail(problem, 1)
 
+
+def unusable_champion(summary: dict[str, Any]) -> str | None:
+    """The error line of a run whose promotion found the champion unusable, or None."""
+    model = summary["model"]
+    why = (model.get("decision") or {}).get("champion_unusable")
+    if not why:
+        return None
+    return (
+        f"the champion of {model['name']} (version {model['champion_version']}) cannot be loaded: {why}; "
+        f"version {model['version']} was registered but not promoted; repair the champion, or in the MLflow UI "
+        f"(Models > {model['name']}) move the alias 'champion' to a usable version or delete it"
+    )
 
 def run_training(
     config_file: Path | None,
@@ -214,6 +230,9 @@ def run_training(
         store = resolve_store()
         check_store(store)  # an unreachable server is reported before training
     with watch("imports"):
+        from attnlab.faults import causes
+        from attnlab.flows import prefect_watch
+        from attnlab.flows.errors import UserError
         from attnlab.flows.train_flow import train_flow
         from attnlab.train import TrainingDiverged
 
@@ -232,10 +251,16 @@ def run_training(
         typer.echo("compile_loops: the first batches compile the GRU loops (tens of seconds)", err=True)
     handler = progress_handler(steps=True, json_output=json_output)
     try:
-        with watch("flow"), interrupts_quietly(), divergence_quietly(verbose), without_heartbeats() if server is not None else nullcontext():
-            summary = train_flow(config=config, experiment=experiment)
+        with watch("flow"), interrupts_quietly(), failures_quietly(verbose), without_heartbeats() if server is not None else nullcontext():
+            with prefect_watch.watching(server.process if server is not None else None, verbose):
+                summary = train_flow(config=config, experiment=experiment)
     except TrainingDiverged as exc:
         raise fail(f"training diverged: {exc}", 1) from None
+    except Exception as exc:
+        fault = next((cause for cause in causes(exc) if isinstance(cause, UserError)), None)
+        if fault is None or fault is exc:
+            raise
+        raise fail(str(fault)) from None  # Prefect failed to report it to a server that is gone
     except KeyboardInterrupt:
         raise fail(
             "interrupted: the MLflow run ended KILLED with its metrics so far and the last "

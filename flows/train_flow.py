@@ -30,8 +30,9 @@ from attnlab.benchmark import DEFAULT_SIZE
 from attnlab.config import ExperimentConfig
 from attnlab.datasets import data_spec
 from attnlab.examples import EXAMPLE_PLOTS, pick_examples
-from attnlab.flows import model_registry, promotion, store, tasks, tracking
-from attnlab.flows.errors import TrackingLost
+from attnlab.faults import Surroundings, diagnose, fault_line
+from attnlab.flows import model_registry, prefect_watch, promotion, store, tasks, tracking
+from attnlab.flows.errors import RunFault, TrackingLost
 from attnlab.flows.flow_runs import ending_status, flow_run_tags, is_interrupt
 from attnlab.plugins import describe_plugins
 from attnlab.timing import Stopwatch
@@ -101,6 +102,7 @@ def train_flow(
         run_id = tasks.start_run(config, experiment, tags)
     workdir = Path(tempfile.mkdtemp(prefix="attnlab-run-"))
     checkpoint = tasks.checkpoint_path(run_id)
+    artifacts = _folder_identity(store.resolve_store().artifact_root)
     kept = False
     try:
         end_stale_runs()
@@ -115,6 +117,12 @@ def train_flow(
             kept = checkpoint.exists()
             message = lost_message(where.tracking_uri, why, run_id, checkpoint if kept else None, is_interrupt(exc))
             raise TrackingLost(message) from exc
+        fault = diagnose(exc, surroundings(where, workdir, checkpoint, artifacts))
+        if fault is not None and not is_interrupt(exc):
+            with _no_sigint():
+                ended = end_failed(run_id, fault.lost)
+            kept = checkpoint.exists()
+            raise RunFault(fault_line(fault, run_id, ended, str(checkpoint) if kept else None)) from exc
         with _no_sigint():
             tracking.end_run(
                 MlflowClient(),
@@ -150,6 +158,41 @@ def end_stale_runs() -> None:
         logging.getLogger("attnlab.progress").info(f"run {stale} was left RUNNING ({why}): ended it FAILED")
 
 
+def _folder_identity(folder: Path | None) -> tuple[int, int] | None:
+    """(device, inode) of ``folder``, or None when there is none: a folder deleted and made anew
+    by a later write has another."""
+    try:
+        info = folder.stat() if folder is not None else None
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino) if info is not None else None
+
+
+def surroundings(where: store.Store, workdir: Path, checkpoint: Path, artifacts: tuple[int, int] | None) -> Surroundings:
+    """What :func:`attnlab.faults.diagnose` needs to know of a run that stopped: the free space of
+    the folders it writes to, whether the store's artifacts folder (``artifacts``: its identity
+    when the run started) was deleted since, whether Prefect's server was lost."""
+    folders = [workdir, checkpoint.parent, *([where.folder] if where.embedded else [])]
+    free = {}
+    for folder in folders:
+        existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+        if existing is not None:
+            free[str(folder)] = shutil.disk_usage(existing).free
+    root = where.artifact_root if where.embedded and artifacts is not None else None
+    lost = root is not None and _folder_identity(root) != artifacts
+    return Surroundings(free, str(root) if root else None, lost, prefect_watch.lost())
+
+
+def end_failed(run_id: str, why: str) -> bool:
+    """End run ``run_id`` FAILED with ``why``; False when even that cannot be written (a full
+    disk): the next ``attnlab train`` ends it, as it ends a run whose process is gone."""
+    try:
+        tracking.end_run(MlflowClient(), run_id, "FAILED", error=why)
+    except Exception:  # noqa: BLE001  the store shares the fault; the caller says the run stays RUNNING
+        return False
+    return True
+
+
 def lost_message(uri: str, why: str, run_id: str, checkpoint: Path | None, interrupted: bool) -> str:
     """The one line that ends a run whose tracking server stopped answering."""
     kept = f"the last checkpoint is kept at {checkpoint}" if checkpoint else "no checkpoint was written yet"
@@ -178,6 +221,7 @@ def _steps(
     parent_run_id: str | None = None,
     example_plots: bool = True,
 ) -> dict[str, Any]:
+    watch = _checked(watch)
     with watch("data"):
         data = dataset(config)
         tasks.log_dataset(run_id, config, data, parent_run_id)  # a sweep's runs share their splits
@@ -230,6 +274,16 @@ def _steps(
         "model": model,
         **({"compared": explored.compared} if compare else {}),
     }
+
+
+def _checked(watch: Stopwatch):
+    """``watch``'s sections, each entered only while Prefect's server still answers."""
+
+    def section(name: str):
+        prefect_watch.check()
+        return watch(name)
+
+    return section
 
 
 def registered(task: str, version: str | None) -> dict[str, Any]:

@@ -76,3 +76,10 @@ def test_overlap_is_the_share_of_benchmark_keys_seen_in_training():
     assert overlap(benchmark, training, key=lambda ex: ex.source) == 0.5
     assert overlap([], training, key=lambda ex: ex.source) == 0.0
     assert not math.isnan(overlap(benchmark, [], key=lambda ex: ex.source))
+
+
+def test_an_unusable_champion_keeps_the_alias_and_the_reason_says_why():
+    from attnlab.promotion import keep_unusable_champion
+
+    promoted, reason = keep_unusable_champion("its files are missing")
+    assert promoted is False and reason == "champion unusable: its files are missing"

@@ -36,7 +36,7 @@ def test_run_row_takes_plugins_metrics_and_champion_from_the_record():
     assert row == {
         "run_id": "b" * 32, "name": "additive-gru-rnn-seed1", "experiment": "attnlab-date", "status": "FINISHED",
         "start_time": "2025-12-01 05:00:00", "task": "date", "scorer": "additive", "encoder": "gru", "decoder": "rnn",
-        "exact_match": 1.0, "alignment": 0.5, "epochs": 2, "champion": True,
+        "exact_match": 1.0, "alignment": 0.5, "epochs": 2, "champion": True, "champion_unusable": None,
     }  # fmt: skip
     assert run_row(A, champion_runs={"b" * 32})["champion"] is False
     bare = run_row({"run_id": "c" * 32, "status": "RUNNING", "start_time": None, "tags": {}, "params": {}, "metrics": {}})
@@ -52,6 +52,17 @@ def test_format_runs_marks_only_the_champions_run():
     assert note.startswith("* champion")
     assert "champion" not in format_runs([run_row(A), run_row(B)])
     assert format_runs([]) == ""
+
+
+def test_format_runs_marks_an_unusable_champion_and_says_why():
+    why = "its pyfunc_model.py (sha256 d131361762e7) differs from the one attnlab installs"
+    rows = [run_row(A, {"b" * 32: why}), run_row(B, {"b" * 32: why})]
+    assert rows[1]["champion"] and rows[1]["champion_unusable"] == why and rows[0]["champion_unusable"] is None
+    header, first, second, note = format_runs(rows).splitlines()
+    assert second.split()[:2] == ["!", "bbbbbbbb"] and not first.startswith(("!", "*"))
+    assert note == f"! champion, unusable (found by the last promotion): {why}"
+    usable = format_runs([run_row(B, {"b" * 32: None})]).splitlines()
+    assert usable[1].split()[0] == "*" and usable[-1].startswith("* champion")
 
 
 def test_check_statuses():
