@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from attnlab.config import ExperimentConfig
-from attnlab.decode import default_max_length, greedy_decode
+from attnlab.decode import Decoded, beam_search, default_max_length, greedy_decode
 from attnlab.model import Seq2Seq, build_task
 from attnlab.plugins import Task
 from attnlab.plugins.task import shown
@@ -40,28 +40,37 @@ def source_limit(config: ExperimentConfig) -> int:
     return longest
 
 
-def check_sources(
-    texts: list[str], task: Task, model: Seq2Seq, longest: int | None = None, test_task: Task | None = None
-) -> None:
-    """Raise ValueError naming the first input that the task or the model cannot take.
+def source_issue(
+    text: str, task: Task, model: Seq2Seq, longest: int | None = None, test_task: Task | None = None
+) -> str | None:
+    """Why the task or the model cannot take ``text`` (naming it), or None.
 
     ``longest``: the longest source accepted (see :func:`source_limit`; None: only the encoder's
     own limit). Decoding runs 2 steps per source character, so an unbounded input runs for minutes.
     ``test_task``: the task of ``test_task_options``, see :func:`attnlab.sources.source_problem`.
     """
+    if longest is not None and len(text) > longest:
+        return f"{shown(text)} has {len(text)} characters; this model's task has sources of at most {longest}"
+    problem = source_problem(text, task, test_task)
+    if problem is not None:
+        return problem
+    limit = model.max_source_length
+    if limit is not None and len(text) > limit:
+        return f"{shown(text)} has {len(text)} characters; this model accepts at most {limit}"
+    return None
+
+
+def check_sources(
+    texts: list[str], task: Task, model: Seq2Seq, longest: int | None = None, test_task: Task | None = None
+) -> None:
+    """Raise ValueError naming the first input that the task or the model cannot take (see
+    :func:`source_issue`)."""
     if not texts:
         raise ValueError("no input given; pass at least one source string")
     for text in texts:
-        if longest is not None and len(text) > longest:
-            raise ValueError(
-                f"{shown(text)} has {len(text)} characters; this model's task has sources of at most {longest}"
-            )
-        problem = source_problem(text, task, test_task)
+        problem = source_issue(text, task, model, longest, test_task)
         if problem is not None:
             raise ValueError(problem)
-        limit = model.max_source_length
-        if limit is not None and len(text) > limit:
-            raise ValueError(f"{shown(text)} has {len(text)} characters; this model accepts at most {limit}")
 
 
 def predict(
@@ -71,14 +80,20 @@ def predict(
     max_length: int | None = None,
     longest: int | None = None,
     test_task: Task | None = None,
+    beam_size: int = 1,
 ) -> list[Prediction]:
-    """Greedy predictions for ``texts`` as one batch; validates them first (see check_sources)."""
+    """Predictions for ``texts`` as one batch, greedy or, with ``beam_size`` > 1, by beam search
+    (:func:`attnlab.decode.beam_search`, which keeps no attention: weights are None); validates
+    them first (see check_sources)."""
     check_sources(texts, task, model, longest, test_task)
     device = next(model.parameters()).device
     src, mask = pad_batch([model.src_vocab.encode(text) for text in texts])
     steps = max_length or default_max_length(src.shape[1])
     model.eval()
-    decoded = greedy_decode(model, src.to(device), mask.to(device), steps)
+    if beam_size > 1:
+        decoded = Decoded(beam_search(model, src.to(device), mask.to(device), steps, beam_size), None, None)
+    else:
+        decoded = greedy_decode(model, src.to(device), mask.to(device), steps)
     results = []
     for row, text in enumerate(texts):
         tokens = decoded.tokens[row].tolist()

@@ -171,8 +171,54 @@ def save_heatmaps(plot: Path, results, uri: str) -> list[str]:
     return saved
 
 
+def input_options(texts: list[str], file: str | None, skip_bad: bool, beam_size: str | None, plot: Path | None, html: Path | None) -> tuple[str | None, int]:
+    """(the file to read, None for the arguments; the beam size) from predict's options; UserError
+    for a mistake among them: both arguments and --file or neither, --skip-bad without a file,
+    a bad --beam-size, --plot/--html with a file or with beam search (they draw greedy
+    decoding's attention)."""
+    from attnlab.predict_inputs import choose_input, parse_beam_size
+
+    try:
+        source = choose_input(texts, file)
+        beam = 1 if beam_size is None else parse_beam_size(beam_size)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    drawn = "--plot" if plot is not None else "--html" if html is not None else None
+    if skip_bad and source is None:
+        raise UserError("--skip-bad skips bad lines of --file or '-' input; source arguments are all checked, so leave it out or use --file")
+    if drawn and source is not None:
+        raise UserError(f"{drawn} draws the inputs given as arguments, not --file or '-' input; give the sources to draw as arguments")
+    if drawn and beam > 1:
+        raise UserError(f"{drawn} draws greedy decoding's attention and --beam-size {beam} decodes by beam search, which keeps none; leave out --beam-size (or give 1) to draw")
+    return source, beam
+
+
+def predict_file(source: str, model: str | None, task: str, beam: int, json_output: bool, skip_bad: bool) -> None:
+    """Predict the source lines of --file ``source`` (stdin for '-') in batches, printing each
+    batch as it is decoded (see :mod:`attnlab.flows.predict_lines`)."""
+    from attnlab.flows.predict_lines import open_input, predict_lines
+
+    stream = open_input(source)
+    try:
+        uri, config, task_plugin, test_task, seq2seq = load_model(model, None if bundle_folder(model) else open_store(model, task))
+        from attnlab.predict import predict as run_predict
+        from attnlab.predict import source_issue, source_limit
+
+        longest = source_limit(config)
+
+        def problem_of(text: str) -> str | None:
+            return source_issue(text, task_plugin, seq2seq, longest, test_task)
+
+        def decode(texts: list[str]) -> list[str]:
+            return [r.output for r in run_predict(seq2seq, task_plugin, texts, longest=longest, test_task=test_task, beam_size=beam)]
+
+        predict_lines(stream, problem_of, decode, json_output, skip_bad, "stdin" if source == "-" else repr(source))
+    finally:
+        stream.close()
+
+
 def predict(
-    texts: list[str] = typer.Argument(..., metavar="TEXT", help="source strings, e.g. 25-12-2023"),
+    texts: Optional[list[str]] = typer.Argument(None, metavar="[TEXT]...", help="source strings, e.g. 25-12-2023; a lone '-' reads them from stdin as --file - does", show_default=False),
     model: Optional[str] = typer.Option(
         None, metavar="URI", help="MLflow model URI (models:/NAME@ALIAS, models:/NAME/VERSION, runs:/ID/model) or a bundle folder"
     ),
@@ -183,14 +229,28 @@ def predict(
     html: Optional[Path] = typer.Option(
         None, metavar="FILE.html", help="write the interactive attention explorer for the inputs here (one self-contained page; missing folders are created)"
     ),
-    json_output: bool = typer.Option(False, "--json", help="print one JSON object"),
+    file: Optional[str] = typer.Option(
+        None, "--file", metavar="PATH", help="read the sources from PATH, one a line ('-': stdin); blank lines are skipped; decoded 256 lines at a time, each batch printed as it is done"
+    ),
+    skip_bad: bool = typer.Option(False, "--skip-bad", help="with --file: skip refused lines (each named on stderr with its line number, then a count) instead of refusing the whole input"),
+    beam_size: Optional[str] = typer.Option(None, "--beam-size", metavar="N", help="decode by beam search with N beams (1..100; default 1 = greedy)"),
+    json_output: bool = typer.Option(False, "--json", help="print one JSON object (with --file: one a line)"),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="show MLflow's logs"),
 ) -> None:
-    """Predict with a trained model: one line per input (default: the task's champion)."""
+    """Predict with a trained model: one line per input (default: the task's champion).
+
+    The sources are the arguments, or the lines of --file PATH ('-': stdin). A refused source
+    refuses the whole input before anything is printed; with --file, --skip-bad goes on instead.
+    """
     quiet(verbose)
     with user_errors():
+        texts = texts or []
+        source, beam = input_options(texts, file, skip_bad, beam_size, plot, html)
         check_model_option(model)
         check_task(task)
+        if source is not None:
+            predict_file(source, model, task, beam, json_output, skip_bad)
+            return
         check_outputs(plot, html, len(texts))
         config = None
         if model is None:  # the champion: its config read without MLflow, where the store allows
@@ -212,7 +272,7 @@ def predict(
             check_sources(texts, task_plugin, seq2seq, longest, test_task)
         except ValueError as exc:
             raise UserError(str(exc)) from None
-        results = run_predict(seq2seq, task_plugin, texts, longest=longest, test_task=test_task)
+        results = run_predict(seq2seq, task_plugin, texts, longest=longest, test_task=test_task, beam_size=beam)
         saved = save_heatmaps(plot, results, uri) if plot is not None else []
         page = write_page(html, seq2seq, texts, uri, config) if html is not None else None
     if json_output:

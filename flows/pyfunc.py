@@ -1,8 +1,9 @@
 """The MLflow pyfunc model of a trained attnlab model: text in, text out.
 
 Input: a DataFrame with a ``source`` column of raw strings (or a list of strings); output: the
-predicted strings, one per row. The model's one artifact is an attnlab bundle folder
-(:mod:`attnlab.bundle`), so ``mlflow.pyfunc.load_model(...).predict`` and ``mlflow models serve``
+predicted strings, one per row. Parameter ``beam_size`` (MLflow ``params``; default 1, greedy
+decoding): decode by beam search with that many beams. The model's one artifact is an attnlab
+bundle folder (:mod:`attnlab.bundle`), so ``mlflow.pyfunc.load_model(...).predict`` and ``mlflow models serve``
 work on text, and :meth:`AttnlabModel.predictions` gives the attention behind each output.
 
 Loading an MLflow model runs its code: :func:`model_code_problem` tells, before loading, whether
@@ -63,6 +64,26 @@ def model_code_problem(model_dir: Path) -> str | None:
     return None
 
 
+def signature():
+    """The model's signature: a ``source`` string column in, a string out, and the ``beam_size``
+    parameter (default 1: greedy decoding)."""
+    from mlflow.models import ModelSignature
+    from mlflow.types import ColSpec, ParamSchema, ParamSpec, Schema
+
+    return ModelSignature(
+        inputs=Schema([ColSpec("string", "source")]),
+        outputs=Schema([ColSpec("string")]),
+        params=ParamSchema([ParamSpec("beam_size", "long", 1)]),
+    )
+
+
+def beam_size_param(params: dict[str, Any] | None) -> int:
+    """The ``beam_size`` of a request's params (1 when not given); ValueError naming a bad one."""
+    from attnlab.predict_inputs import parse_beam_size
+
+    return parse_beam_size((params or {}).get("beam_size", 1), "beam_size")
+
+
 def source_texts(model_input: Any) -> list[str]:
     """The source strings of a pyfunc input: a DataFrame's ``source`` column (or its only
     column), a Series, or a list of strings."""
@@ -110,12 +131,14 @@ class RefusedInput(MlflowException):
 
 
 class AttnlabModel(mlflow.pyfunc.PythonModel):
-    """Loads the bundle once; ``predict`` decodes greedily in batches.
+    """Loads the bundle once; ``predict`` decodes in batches, greedily or by beam search (param
+    ``beam_size``).
 
     A request of more than :data:`attnlab.serving.MAX_ROWS` rows, or an input the model's task
     refuses (:meth:`attnlab.plugins.Task.check_source`: a date that does not exist, a text longer
     than the task's sources, foreign characters), raises :class:`RefusedInput`, which MLflow's
-    scoring server answers with HTTP 400 and the one-sentence reason, without a stack trace.
+    scoring server answers with HTTP 400 and the one-sentence reason, without a stack trace; so is
+    a ``beam_size`` param outside 1..:data:`attnlab.config.MAX_BEAM`.
     """
 
     def load_context(self, context) -> None:
@@ -134,16 +157,17 @@ class AttnlabModel(mlflow.pyfunc.PythonModel):
 
         check_sources(texts, self.task, self.model, self.longest, getattr(self, "test_task", None))
 
-    def predictions(self, texts: list[str]):
-        """attnlab Predictions (output, tokens, attention weights) for ``texts``; raises
-        ValueError naming the first input the model cannot take (see :meth:`check`)."""
+    def predictions(self, texts: list[str], beam_size: int = 1):
+        """attnlab Predictions (output, tokens, attention weights) for ``texts``, greedy or by beam
+        search with ``beam_size`` beams (no weights then); raises ValueError naming the first input
+        the model cannot take (see :meth:`check`)."""
         from attnlab.predict import predict
 
         self.check(texts)
         test_task = getattr(self, "test_task", None)
         results = []
         for start in range(0, len(texts), BATCH):
-            results.extend(predict(self.model, self.task, texts[start : start + BATCH], longest=self.longest, test_task=test_task))
+            results.extend(predict(self.model, self.task, texts[start : start + BATCH], longest=self.longest, test_task=test_task, beam_size=beam_size))
         return results
 
     def predict(self, context, model_input: pd.DataFrame, params: dict[str, Any] | None = None) -> list[str]:
@@ -154,7 +178,8 @@ class AttnlabModel(mlflow.pyfunc.PythonModel):
             problem = rows_problem(len(texts))
             if problem:
                 raise ValueError(problem)
+            beam_size = beam_size_param(params)
             self.check(texts)
         except ValueError as exc:
             raise RefusedInput(str(exc)) from None
-        return [p.output for p in self.predictions(texts)]
+        return [p.output for p in self.predictions(texts, beam_size)]
