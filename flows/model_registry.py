@@ -50,8 +50,7 @@ def pip_requirements() -> list[str]:
 def log_model(client: MlflowClient, run_id: str, bundle: Path, config: ExperimentConfig, examples: list[str]) -> tuple[str, str]:
     """Log the pyfunc model (``model``) of the run; its (model URI, LoggedModel id)."""
     import pandas as pd
-    from mlflow.models import Model, ModelSignature
-    from mlflow.types import ColSpec, Schema
+    from mlflow.models import Model
 
     from attnlab.flows import pyfunc
     from attnlab.flows.tracking import config_params, run_tags
@@ -74,7 +73,7 @@ def log_model(client: MlflowClient, run_id: str, bundle: Path, config: Experimen
         python_model=pyfunc.MODEL_CODE,  # models from code: no pickle
         artifacts={pyfunc.BUNDLE: str(bundle)},
         pip_requirements=pip_requirements(),
-        signature=ModelSignature(inputs=Schema([ColSpec("string", "source")]), outputs=Schema([ColSpec("string")])),
+        signature=pyfunc.signature(),  # with the beam_size param
         input_example=pd.DataFrame({"source": examples}),
     )
     return info.model_uri, info.model_id
