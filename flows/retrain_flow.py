@@ -7,7 +7,8 @@ or FAILED/KILLED with ``attnlab.error``; any failure before the decision leaves 
 was, and the Prefect flow run ends Failed with the reason. A served deployment keeps serving.
 
 The decision is the one every command makes (:mod:`attnlab.flows.promotion`, under the same
-per-model lock), recorded as ``promotion.*`` tags on the retrain run and the challenger's version.
+per-model lock), recorded as ``promotion.*`` tags on the retrain run and the challenger's version. Then, under that
+lock, versions beyond the newest ``keep`` are pruned (:mod:`attnlab.flows.retention`).
 
 No ``from __future__ import annotations`` here: ``flow.serve`` pickles the flow function by value
 into each run's process, and string annotations would then name types its globals lack.
@@ -27,10 +28,12 @@ from prefect.runtime import flow_run
 
 from attnlab.benchmark import DEFAULT_SIZE
 from attnlab.config import ExperimentConfig
-from attnlab.flows import model_registry, promotion, store, tasks, tracking
+from attnlab.flows import model_registry, promotion, retention, store, tasks, tracking
 from attnlab.flows.benchmark_store import Benchmark
 from attnlab.flows.flow_runs import ending_status, flow_run_tags
+from attnlab.flows.promotion_lock import promotion_lock
 from attnlab.promotion import check_margin
+from attnlab.retention import DEFAULT_KEEP, check_keep
 from attnlab.threads import thread_share
 
 #: Benchmark examples drawn by a model's first promotion (later ones reuse that set).
@@ -55,11 +58,12 @@ def start_retrain_run(task_name: str, experiment: str, tags: dict[str, str]) -> 
 
 
 @task(name="log-retrain-params", **tasks.LOGGING)
-def log_retrain_params(run_id: str, config: ExperimentConfig, margin: float, benchmark: Benchmark, threads: int) -> None:
-    """The challenger's config (with its fresh seed) and the comparison's settings as params."""
+def log_retrain_params(run_id: str, config: ExperimentConfig, margin: float, benchmark: Benchmark, threads: int, keep: int) -> None:
+    """The challenger's config (with its fresh seed), the comparison's and retention's settings as params."""
     params = {
         **tracking.config_params(config),
         "margin": repr(float(margin)),
+        "keep": str(keep),
         "torch_threads": str(threads),
         "benchmark_run_id": benchmark.run_id,
         "benchmark_size": str(benchmark.size),
@@ -68,9 +72,23 @@ def log_retrain_params(run_id: str, config: ExperimentConfig, margin: float, ben
     MlflowClient().log_batch(run_id, params=[Param(k, v) for k, v in params.items()])
 
 
-def check_parameters(margin: float, benchmark_size: int) -> None:
-    """ValueError for a margin outside [0, 1) or a benchmark of fewer than one example."""
+@task(name="prune-versions", **tasks.LOGGING)
+def prune_versions(name: str, keep: int, run_id: str) -> list[str]:
+    """Prune the registered model's versions beyond the newest ``keep`` (never the champion, the
+    previous champion or an undecided version) under the promotion lock; record them on the
+    retrain run. The pruned version numbers."""
+    client = MlflowClient()
+    with promotion_lock(name):
+        pruned = retention.prune(client, name, keep)
+    retention.record_pruning(client, run_id, name, pruned)
+    return [entry["version"] for entry in pruned]
+
+
+def check_parameters(margin: float, benchmark_size: int, keep: int) -> None:
+    """ValueError for a margin outside [0, 1), a benchmark of fewer than one example or a
+    ``keep`` below two."""
     check_margin(margin)
+    check_keep(keep)
     if benchmark_size < 1:
         raise ValueError(f"benchmark_size must be at least 1, got {benchmark_size}")
 
@@ -87,21 +105,23 @@ def retrain_flow(
     seed: int | None = None,
     experiment: str | None = None,
     concurrent_runs: int = 1,
+    keep: int = DEFAULT_KEEP,
 ) -> dict[str, Any]:
     """One retrain; its summary (JSON-ready): ``run_id`` (the retrain run), ``seed``,
     ``challenger`` (the train flow's summary), ``decision`` (see promotion.Decision),
-    ``benchmark`` (run id, size) and ``benchmark_overlap``.
+    ``benchmark`` (run id, size), ``benchmark_overlap`` and ``pruned`` (version numbers).
 
     ``config`` is the base config; its seed is replaced by ``seed`` or, by default, a fresh one
     derived from the flow run's id. ``margin``: the exact-match difference on the benchmark the
     challenger must exceed (0: strictly better). ``benchmark_size`` applies when the registered
     model has no benchmark yet. ``experiment`` defaults to ``attnlab-<task>``.
     ``concurrent_runs``: how many runs of the deployment may run at once on this machine; the run
-    takes that share of its cores for torch's threads.
+    takes that share of its cores for torch's threads. ``keep``: versions of the registered model
+    kept after the promotion (see :mod:`attnlab.retention`; at least 2).
     """
     from attnlab.flows.train_flow import dataset, train_flow  # by import, also in a served run's process
 
-    check_parameters(margin, benchmark_size)
+    check_parameters(margin, benchmark_size, keep)
     logger = get_run_logger()
     threads = thread_share(concurrent_runs)
     torch.set_num_threads(threads)
@@ -119,7 +139,7 @@ def retrain_flow(
             seed += 1
         challenger = config.model_copy(update={"seed": seed})
         data = dataset(challenger)
-        log_retrain_params(run_id, challenger, margin, benchmark, threads)
+        log_retrain_params(run_id, challenger, margin, benchmark, threads, keep)
         share = tasks.benchmark_overlap(run_id, challenger, benchmark, data)
         logger.info("challenger seed %d; benchmark %s (%d examples, %.1f%% in the fresh training data); %d torch threads",
                     seed, benchmark.run_id, benchmark.size, 100 * share, threads)  # fmt: skip
@@ -127,6 +147,10 @@ def retrain_flow(
         version = str(trained["model"]["version"])
         decision = tasks.promote(name, version, challenger, benchmark, margin, run_id, "retrain")
         logger.info("%s version %s %s: %s", name, version, "promoted to champion" if decision.promoted else "not promoted", decision.reason)
+        pruned = prune_versions(name, keep, run_id)
+        if pruned:
+            logger.info("%s: pruned version%s %s (keeping the newest %d, the champion and the previous one)",
+                        name, "s" * (len(pruned) > 1), ", ".join(pruned), keep)  # fmt: skip
         tracking.end_run(MlflowClient(), run_id, "FINISHED")
     except BaseException as exc:
         error = f"{type(exc).__name__}: {exc}"
@@ -148,5 +172,6 @@ def retrain_flow(
         "decision": decision.as_dict(),
         "benchmark": {"run_id": benchmark.run_id, "size": benchmark.size, "seed": benchmark.seed},
         "benchmark_overlap": share,
+        "pruned": pruned,
         "prefect_flow_run_id": tags["prefect.flow_run_id"],
     }

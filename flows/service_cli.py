@@ -1,7 +1,7 @@
 """``attnlab schedule`` (a cron deployment of the retrain flow, served here or deployed to a work
 pool) and ``attnlab server`` (a local Prefect server and MLflow server on 127.0.0.1).
 
-Every mistake (bad cron, config, margin; no Prefect server configured or reachable; a busy port)
+Every mistake (bad cron, config, margin, keep; no Prefect server configured or reachable; a busy port)
 is one line on stderr and exit status 2, found before anything is created.
 """
 
@@ -17,6 +17,7 @@ import typer
 
 from attnlab.flows.cli_support import CLI_FIELDS, build_config, check_config, fail, quiet, sigterm_as_interrupt, user_errors
 from attnlab.flows.errors import UserError
+from attnlab.retention import DEFAULT_KEEP, keep_problem
 
 FLOW_NAME = "attnlab-retrain"
 PREFECT_PORT = 4200
@@ -121,6 +122,8 @@ def schedule(
     work_pool: Optional[str] = typer.Option(None, metavar="NAME", help="deploy to this work pool (workers run it) instead of serving here"),
     max_concurrent: int = typer.Option(1, metavar="N", help="runs of this deployment at once, anywhere (each takes 1/N of its machine's cores)"),
     when_busy: str = typer.Option("skip", metavar="skip|queue", help="a tick that finds N runs still going: skip it (its run is cancelled) or queue it"),
+    keep: int = typer.Option(DEFAULT_KEEP, metavar="N", help="model versions kept after each run: the newest N (at least 2), the champion and the one before it; "
+                             "older ones are deleted from the registry (their runs and files stay)"),  # fmt: skip
     task: Optional[str] = typer.Option(None, metavar="NAME", help="task plugin (default: date)"),
     scorer: Optional[str] = typer.Option(None, metavar="NAME", help="attention scorer plugin (default: scaled_dot)"),
     encoder: Optional[str] = typer.Option(None, metavar="NAME", help="encoder plugin (default: gru)"),
@@ -153,6 +156,8 @@ def schedule(
             raise UserError(f"--margin {margin}: give an exact-match difference in [0, 1), e.g. 0.01") from None
         if benchmark_size < 1:
             raise UserError(f"--benchmark-size {benchmark_size}: give at least 1")
+        if keep_problem(keep):
+            raise UserError(f"--{keep_problem(keep)}")
         cron_schedule = check_schedule(cron, timezone)
         busy = check_busy_policy(max_concurrent, when_busy)
         config = build_config(config_file, flags, option)
@@ -174,11 +179,12 @@ def schedule(
         os.environ["PREFECT_LOGGING_LEVEL"] = "INFO"
     from prefect.deployments.runner import EntrypointType
 
+    from attnlab.flows.model_registry import model_name
     from attnlab.flows.retrain_flow import retrain_flow
 
     deployment = name or config.task
     parameters = {"config": config.model_dump(mode="json"), "margin": margin, "benchmark_size": benchmark_size, "experiment": experiment,
-                  "concurrent_runs": max_concurrent}  # fmt: skip
+                  "concurrent_runs": max_concurrent, "keep": keep}  # fmt: skip
     common = dict(name=deployment, parameters=parameters, entrypoint_type=EntrypointType.MODULE_PATH)
     lines = [
         f"retrains {config.scorer}/{config.encoder}/{config.decoder} on {config.task} ({config.train_size} fresh "
@@ -186,6 +192,8 @@ def schedule(
         f"benchmark set; tracking: {store.tracking_uri}",
         f"at most {max_concurrent} run{'s' * (max_concurrent != 1)} at a time; a tick that finds "
         f"{'it' if max_concurrent == 1 else 'them'} still going is {'skipped (its run is cancelled)' if when_busy == 'skip' else 'queued'}",
+        f"keeps the newest {keep} versions of {model_name(config.task)}, the champion and the one before it; each run deletes "
+        "older ones from the registry (their runs and files stay)",
         f"trigger a run by hand: prefect deployment run '{FLOW_NAME}/{deployment}'",
     ]
     if work_pool:

@@ -175,6 +175,8 @@ def test_the_deployment_exists_with_the_cron_schedule(service, prefect_at):
     assert deployment.global_concurrency_limit.limit == 1 and deployment.parameters["concurrent_runs"] == 1
     assert deployment.concurrency_options.collision_strategy.value == "CANCEL_NEW"
     assert "at most 1 run at a time; a tick that finds it still going is skipped" in service.schedule_out
+    # Retention: ten versions by default (pruning itself: test_retention.py).
+    assert deployment.parameters["keep"] == 10 and "keeps the newest 10 versions of attnlab-date" in service.schedule_out
 
 
 @pytest.mark.slow
@@ -270,6 +272,7 @@ def test_schedule_with_an_unreachable_prefect_server_is_one_line_and_exit_2(caps
         (["--cron", "0 3 * * *", "-o", "train_size=abc"], ["train_size", "-o train_size=abc"]),
         (["--cron", "0 3 * * *", "--max-concurrent", "0"], ["--max-concurrent 0: give at least 1"]),
         (["--cron", "0 3 * * *", "--when-busy", "later"], ["--when-busy 'later': choose skip or queue"]),
+        (["--cron", "0 3 * * *", "--keep", "1"], ["--keep 1: give at least 2"]),
         ([], ["--cron"]),
     ],
 )
