@@ -1,5 +1,5 @@
 """``attnlab plugins`` (every installed plugin per group, ``--check`` probes each one) and
-``attnlab ui`` (the MLflow UI on the embedded store)."""
+``attnlab ui`` (the MLflow UI on the embedded store, its links printed once it answers)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from attnlab.flows.cli_support import fail, serve
+from attnlab.flows.cli_support import fail
 
 
 def register(app: typer.Typer) -> None:
@@ -93,24 +93,87 @@ def format_options(options: list[dict[str, Any]]) -> str:
 def ui(
     host: str = typer.Option("127.0.0.1", metavar="HOST", help="interface to bind (keep 127.0.0.1 unless you mean to share it)"),
     port: int = typer.Option(5000, min=1, max=65535, metavar="PORT", help="port"),
+    timeout: float = typer.Option(180.0, metavar="SECONDS", help="longest wait for the UI to answer before giving up"),
 ) -> None:
-    """Start the MLflow UI on the embedded store (Ctrl-C stops it)."""
-    from attnlab.flows.servers import mlflow_ui_command, port_free
+    """Start the MLflow UI on the embedded store, print its links once it answers (Ctrl-C stops
+    it)."""
+    from attnlab.cache import cache_root
+    from attnlab.flows import servers
     from attnlab.flows.store import resolve_store
+    from attnlab.service_options import timeout_problem
 
+    if timeout_problem(timeout):
+        raise fail(timeout_problem(timeout))
     store = resolve_store()
     if not store.embedded and store.tracking_uri.startswith(("http://", "https://")):
         typer.echo(f"runs are tracked on {store.tracking_uri} (MLFLOW_TRACKING_URI); open it in a browser")
         return
-    problem = port_free(port, host)
+    problem = servers.port_free(port, host)
     if problem:
         raise fail(f"cannot listen on {host}:{port}: {problem}; choose another with --port")
-    command = mlflow_ui_command(store, host, port)
     base = f"http://{host}:{port}"
-    typer.echo(f"MLflow UI of {store.tracking_uri} on {base} (ready in ~10-20 s; Ctrl-C stops it)", err=True)
-    for line in ui_links(store, base):
-        typer.echo(line, err=True)
-    raise typer.Exit(serve(command))
+    links = ui_links(store, base)
+    server = servers.Server("MLflow UI", servers.mlflow_ui_command(store, host, port), f"{base}/health",
+                            cache_root() / "server" / f"mlflow-ui-{port}.log")  # fmt: skip
+    typer.echo(f"MLflow UI of {store.tracking_uri} on {base} (log: {server.log}; Ctrl-C stops it)", err=True)
+    raise typer.Exit(serve_ui(server, base, links, timeout))
+
+
+def serve_ui(server, base: str, links: list[str], timeout: float) -> int:
+    """Start ``server``, say how long it has been waited for until its health URL answers, then
+    print ``links`` and serve until it exits or this process is interrupted or terminated; stop
+    it with all its workers. The exit status: the server's, 0 after Ctrl-C, 1 when it did not
+    answer in ``timeout`` seconds or exited first (one line saying so)."""
+    from attnlab.flows import servers
+    from attnlab.flows.cli_support import sigterm_as_interrupt
+    from attnlab.service_options import not_answering_line
+
+    try:
+        with sigterm_as_interrupt():
+            server.start()
+            with WaitingLine(server.name, base) as waiting:
+                servers.wait_healthy([server], timeout, on_wait=waiting.show)
+            for line in links:
+                typer.echo(line, err=True)
+            return server.process.wait()
+    except KeyboardInterrupt:
+        return 0
+    except servers.ServerTimeout:
+        typer.echo(f"attnlab: error: {not_answering_line(server.name, base, timeout, str(server.log))}", err=True)
+        return 1
+    except servers.ServerFailed as exc:
+        typer.echo(f"attnlab: error: {exc}", err=True)
+        return 1
+    finally:
+        server.stop()
+
+
+class WaitingLine:
+    """``waiting for the NAME at URL (N s)`` on stderr while a server starts: in a terminal one
+    line rewritten each second (cleared at the end), else a line every ten seconds."""
+
+    def __init__(self, name: str, url: str):
+        import sys
+
+        self.name, self.url = name, url
+        self.interactive = sys.stderr.isatty()
+        self.last: float | None = None
+
+    def show(self, elapsed: float) -> None:
+        from attnlab.service_options import progress_due, waiting_line
+
+        if not progress_due(elapsed, self.last, self.interactive):
+            return
+        self.last = elapsed
+        line = waiting_line(self.name, self.url, elapsed)
+        typer.echo(f"\r\033[K{line}" if self.interactive else line, err=True, nl=not self.interactive)
+
+    def __enter__(self) -> "WaitingLine":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.interactive and self.last is not None:
+            typer.echo("\r\033[K", err=True, nl=False)
 
 
 def ui_links(store, base: str) -> list[str]:

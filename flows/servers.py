@@ -15,6 +15,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -136,20 +137,32 @@ class ServerFailed(RuntimeError):
     """A server exited or did not become healthy in time; the message says which and why."""
 
 
-def wait_healthy(servers: list[Server], timeout: float) -> None:
-    """Return once every server's health URL answers; raise ServerFailed when one exits first
-    or ``timeout`` seconds pass."""
-    deadline = time.monotonic() + timeout
+class ServerTimeout(ServerFailed):
+    """The servers in ``pending`` did not answer within ``timeout`` seconds."""
+
+    def __init__(self, message: str, pending: list[Server], timeout: float):
+        super().__init__(message)
+        self.pending = pending
+        self.timeout = timeout
+
+
+def wait_healthy(servers: list[Server], timeout: float, on_wait: Callable[[float], None] | None = None) -> None:
+    """Return once every server's health URL answers; raise ServerFailed when one exits first,
+    ServerTimeout when ``timeout`` seconds pass. ``on_wait(elapsed seconds)`` is called before
+    each round of checks while some have not answered."""
+    start = time.monotonic()
     pending = list(servers)
     while pending:
+        if on_wait is not None:
+            on_wait(time.monotonic() - start)
         for server in list(pending):
             code = server.exited()
             if code is not None:
                 raise ServerFailed(f"the {server.name} server exited with status {code}: {server.last_line() or 'no output'} (log: {server.log})")
             if healthy(server.health_url):
                 pending.remove(server)
-        if pending and time.monotonic() > deadline:
+        if pending and time.monotonic() - start > timeout:
             names = ", ".join(s.name for s in pending)
-            raise ServerFailed(f"the {names} server did not answer within {timeout:.0f} s (log: {pending[0].log})")
+            raise ServerTimeout(f"the {names} server did not answer within {timeout:.0f} s (log: {pending[0].log})", pending, timeout)
         if pending:
             time.sleep(0.5)

@@ -41,6 +41,7 @@ def test_saved_view_tag_is_the_envelope_mlflows_views_menu_reads():
         "params.`encoder`",
     ]
     assert state["columnOrder"] == state["selectedColumns"]
+    assert state["selectedColumns"][-1] == "tags.`attnlab.champion`"  # the champion's run says so
 
 
 def test_runs_page_url_opens_the_model_training_layout_with_the_view():
@@ -105,8 +106,11 @@ def test_the_printed_link_opens_the_runs_table_with_attnlabs_columns_in_chromium
     script = Path(sys.executable).with_name("attnlab")
     server = subprocess.Popen([str(script), "ui", "--port", str(port)], stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        lines = [server.stderr.readline() for _ in range(3)]  # the address, the experiments list, one experiment
-        link = next(line.split(": ", 1)[1].strip() for line in lines if line.strip().startswith("attnlab-date:"))
+        line = ""
+        while not line.strip().startswith("attnlab-date:"):  # after the address, progress and the experiments list
+            line = server.stderr.readline()
+            assert line, "attnlab ui ended before printing its links"
+        link = line.split(": ", 1)[1].strip()
         threading.Thread(target=server.stderr.read, daemon=True).start()  # the server's log, unread
         deadline = time.monotonic() + 300
         while True:  # the server answers /health once it is up
@@ -128,3 +132,86 @@ def test_the_printed_link_opens_the_runs_table_with_attnlabs_columns_in_chromium
     for header in ("test_exact_match", "test_alignment_accuracy", "scorer", "encoder"):
         assert f">{header}<" in dom, header
     assert "attnlab results" in dom  # the saved view is the one shown
+
+
+def _server_processes(port: int) -> list[int]:
+    """Pids of processes whose command line serves ``port`` (an ``mlflow server ... --port``)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"--port" in args and str(port).encode() in args and any(b"mlflow" in a for a in args):
+            found.append(int(entry.name))
+    return found
+
+
+def _ui(port: int, tmp_path: Path, *options: str) -> subprocess.Popen:
+    script = Path(sys.executable).with_name("attnlab")
+    env = {**os.environ, "ATTNLAB_CACHE_DIR": str(tmp_path / "cache")}
+    return subprocess.Popen([str(script), "ui", "--port", str(port), *options], stderr=subprocess.PIPE, text=True, env=env)
+
+
+@pytest.mark.slow
+def test_ui_prints_its_links_only_once_the_server_answers_and_says_it_is_waiting(empty_store, tmp_path):
+    """The links come after a progress line and only once /health answers: every health check
+    begun after the links were read answered; the first check after them answered at once.
+    SIGTERM then stops the UI and leaves nothing serving the port."""
+    from attnlab.flows.servers import healthy, port_free
+
+    tracking.ensure_experiment(client_for(empty_store), "attnlab-date", resolve_store())
+    port = _free_port()
+    health = f"http://127.0.0.1:{port}/health"
+    checks: list[tuple[float, bool]] = []  # (when a check began, whether it answered)
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            began = time.monotonic()
+            checks.append((began, healthy(health, timeout=1.0)))
+            done.wait(0.05)
+
+    started = time.monotonic()
+    ui = _ui(port, tmp_path, "--timeout", "600")
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        lines = []
+        while not any(line.startswith("  attnlab-date: ") for line in lines):
+            line = ui.stderr.readline()
+            assert line, f"attnlab ui ended before its links: {lines}"
+            lines.append(line.rstrip("\n"))
+        printed = time.monotonic()
+        assert healthy(health, timeout=5.0)  # the server answers when its links appear
+        done.set()
+        watcher.join()
+        answered = min(began for began, ok in checks if ok) if any(ok for _, ok in checks) else None
+        print(f"attnlab ui: links printed {printed - started:.1f} s after the start; /health first answered a check begun "
+              f"{(answered or printed) - started:.1f} s after it")  # fmt: skip
+        assert [began for began, ok in checks if not ok and began > printed] == []
+        waiting = [i for i, line in enumerate(lines) if line.startswith(f"waiting for the MLflow UI at http://127.0.0.1:{port} (")]
+        assert waiting and waiting[0] < lines.index(f"  experiments: http://127.0.0.1:{port}/#/experiments?workflowType=machine_learning")
+    finally:
+        done.set()
+        ui.terminate()
+        ui.wait(timeout=60)
+    assert port_free(port) is None and _server_processes(port) == []
+
+
+def test_ui_that_does_not_answer_within_its_bound_ends_in_one_line_with_nothing_left(empty_store, tmp_path):
+    from attnlab.flows.servers import port_free
+
+    port = _free_port()
+    ui = _ui(port, tmp_path, "--timeout", "0.5")
+    _, err = ui.communicate(timeout=120)
+    log = tmp_path / "cache" / "server" / f"mlflow-ui-{port}.log"
+    errors = [line for line in err.splitlines() if line.startswith("attnlab: error: ")]
+    assert ui.returncode == 1 and "Traceback" not in err
+    assert errors == [
+        f"attnlab: error: the MLflow UI at http://127.0.0.1:{port} did not answer within 0.5 s (--timeout); it was stopped. "
+        f"Its log: {log}. Read its last lines, then run again with a longer wait, e.g. --timeout 180"
+    ]
+    assert err.rstrip("\n").splitlines()[-1] == errors[0]
+    assert "experiments:" not in err
+    assert port_free(port) is None and _server_processes(port) == []
