@@ -121,6 +121,29 @@ def log_epoch(client: MlflowClient, run_id: str, metrics: dict[str, float]) -> N
     client.log_batch(run_id, metrics=batch, tags=tags)
 
 
+#: The alignment curve's metrics in MLflow (step = the run's optimisation step): point key -> name.
+CURVE_METRICS = {
+    "exact_match": "val_probe_exact_match",
+    "alignment_accuracy": "val_probe_alignment_accuracy",
+    "alignment_within_one": "val_probe_alignment_within_one",
+}
+
+
+def log_curve(client: MlflowClient, run_id: str, points: list[dict[str, float]]) -> None:
+    """Points of the alignment curve (:class:`attnlab.explorer_data.SnapshotRecorder`), with
+    step = the optimisation step they were measured after (0: before training); NaN ones left
+    out. One request."""
+    now = int(time.time() * 1000)
+    batch = [
+        Metric(name, float(point[key]), now, int(point["step"]))
+        for point in points
+        for key, name in CURVE_METRICS.items()
+        if math.isfinite(point.get(key, math.nan))
+    ]
+    if batch:
+        client.log_batch(run_id, metrics=batch)
+
+
 def splits_frame(splits: Splits) -> pd.DataFrame:
     """All examples with their split: columns split, source, target."""
     rows = [(name, ex.source, ex.target) for name, examples in splits.items() for ex in examples]

@@ -339,29 +339,34 @@
     renderSnapshot();
   }
 
+  // A snapshot's name: its label when the document has labels (snapshots inside an epoch), else its epoch.
+  const snapshotLabel = (snaps, k) => (snaps.labels ? snaps.labels[k] : "epoch " + snaps.epochs[k]);
+  // Its short name in the per-snapshot summary: the optimisation step when known, else the epoch.
+  const snapshotKey = (snaps, k) => (snaps.steps ? snaps.steps[k] : snaps.epochs[k]);
+
   function renderSnapshot() {
     const snaps = model().snapshots;
     const probe = snaps.examples[state.probe];
     const matrix = probe.weights[state.epoch];
-    const epoch = snaps.epochs[state.epoch];
-    $("epoch-label").textContent = "epoch " + epoch + " (" + (state.epoch + 1) + " of " + snaps.epochs.length + ")";
-    $("epoch-slider").setAttribute("aria-valuetext", "epoch " + epoch);
+    const label = snapshotLabel(snaps, state.epoch);
+    $("epoch-label").textContent = label + " (" + (state.epoch + 1) + " of " + snaps.epochs.length + ")";
+    $("epoch-slider").setAttribute("aria-valuetext", label);
     // Per epoch: at how many aligned steps (a gold source known) the most attended source is gold.
     const gold = probe.gold || [];
     const aligned = gold.filter((positions, i) => positions.length && i < matrix.length).length;
     const onGold = (m) => m.filter((row, i) => gold[i] && gold[i].length && gold[i].includes(argmax(row))).length;
     const info = $("snapshot-info");
     if (!aligned) {
-      info.textContent = "epoch " + epoch + " (no gold alignment known for this probe)";
+      info.textContent = label + " (no gold alignment known for this probe)";
     } else {
-      info.replaceChildren("most attended source on gold, by epoch: ");
+      info.replaceChildren("most attended source on gold, by " + (snaps.steps ? "step" : "epoch") + ": ");
       snaps.epochs.forEach((e, k) => {
         if (k) info.append(" \u00b7 ");
-        info.append(el(k === state.epoch ? "strong" : "span", {}, e + ": " + onGold(probe.weights[k]) + "/" + aligned));
+        info.append(el(k === state.epoch ? "strong" : "span", {}, snapshotKey(snaps, k) + ": " + onGold(probe.weights[k]) + "/" + aligned));
       });
     }
     $("snapshot-grid").replaceChildren(grid(probe.source_tokens, probe.output_tokens, matrix, probe.gold, "snapshot-cell",
-      "attention after epoch " + epoch));
+      "attention " + (snaps.labels ? label : "after " + label)));
   }
 
   let playing = null;
@@ -428,7 +433,7 @@
       renderSnapshot();
     });
     $("play").addEventListener("click", togglePlay);
-    setModel(0);
+    setModel(doc.opens_on || 0);
     window.explorerRenderMs = performance.now() - started;
     document.body.dataset.ready = "true";
   }

@@ -10,7 +10,7 @@ import torch
 from matplotlib.colors import to_rgba
 
 from attnlab.alignment import AlignmentTally, alignment_metrics, modal_offset, nearest_offset
-from attnlab.alignment_plots import MODE_COLOUR, offset_chart
+from attnlab.alignment_plots import MODE_COLOUR, offset_chart, training_chart
 
 
 def rows(*argmax: int, width: int = 8) -> np.ndarray:
@@ -129,3 +129,31 @@ def test_offset_chart_draws_one_bar_per_offset_the_mode_highlighted():
     assert [b.get_facecolor() == to_rgba(MODE_COLOUR) for b in bars] == [False, True]
     assert any("mode +1: 75%" in t.get_text() for t in ax.texts)
     fig.canvas.draw()
+
+
+CURVE = [
+    {"step": 0, "epoch": 0, "end_of_epoch": False, "exact_match": 0.0, "alignment_accuracy": 0.1, "alignment_within_one": 0.3},
+    {"step": 6, "epoch": 1, "end_of_epoch": False, "exact_match": 0.0, "alignment_accuracy": 0.4, "alignment_within_one": 0.6},
+    {"step": 12, "epoch": 1, "end_of_epoch": True, "exact_match": 0.5, "alignment_accuracy": 0.9, "alignment_within_one": 1.0},
+    {"step": 24, "epoch": 2, "end_of_epoch": True, "exact_match": 1.0, "alignment_accuracy": float("nan"), "alignment_within_one": 1.0},
+]
+
+
+def test_training_chart_draws_each_measure_against_the_optimisation_step():
+    fig = training_chart(CURVE, examples=100)
+    ax = fig.axes[0]
+    lines = {line.get_label(): line for line in ax.get_lines() if not line.get_label().startswith("_")}
+    assert list(lines) == ["exact match", "alignment accuracy (argmax on gold)", "alignment within one position"]
+    assert list(lines["exact match"].get_xdata()) == [0, 6, 12, 24]
+    assert list(lines["exact match"].get_ydata()) == [0.0, 0.0, 0.5, 1.0]
+    assert list(lines["alignment accuracy (argmax on gold)"].get_xdata()) == [0, 6, 12]  # NaN left out
+    ends = [line.get_xdata()[0] for line in ax.get_lines() if line.get_label().startswith("_")]
+    assert ends == [12, 24]  # a dotted line at each epoch's end
+    assert ax.get_xlabel().startswith("optimisation step") and ax.get_ylabel() == "share of 100 validation examples"
+    assert ax.get_ylim()[0] < 0 < 1 < ax.get_ylim()[1]
+    fig.canvas.draw()
+
+
+def test_training_chart_refuses_an_empty_curve():
+    with pytest.raises(ValueError, match="empty"):
+        training_chart([], examples=100)

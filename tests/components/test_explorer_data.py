@@ -5,6 +5,7 @@ sweep's shared inputs."""
 from __future__ import annotations
 
 import json
+import math
 import random
 
 import pytest
@@ -15,6 +16,8 @@ from attnlab.data import make_splits
 from attnlab.experiment import train_model
 from attnlab.explorer_data import (
     SnapshotRecorder,
+    first_epoch_steps,
+    opening_model,
     inputs_document,
     model_views,
     run_document,
@@ -26,6 +29,7 @@ from attnlab.explorer_data import (
 from attnlab.model import build_model, build_task
 from attnlab.plugins import Example
 from attnlab.predict import predict
+from attnlab.progress import StepProgress
 
 TINY = dict(hidden_size=16, embedding_dim=8)
 DATES = ["25-12-2023", "01-02-2003", "07-08-2009"]
@@ -273,3 +277,133 @@ def test_layer_weights_of_the_wrong_shape_are_refused_by_name():
     assert list(_views(weights, None, layers)) == ["average", "layer 1", "layer 2"]
     with pytest.raises(ValueError, match=r"layer_weights has shape \[2, 3, 2, 4\]"):
         _views(weights, None, layers.transpose(1, 2))
+
+
+def test_first_epoch_steps_spread_about_eight_snapshots_over_the_epoch():
+    assert first_epoch_steps(47) == [6, 12, 18, 24, 30, 36, 42]  # the default run: 3000 examples, batch 64
+    assert first_epoch_steps(24) == [3, 6, 9, 12, 15, 18, 21]
+    assert first_epoch_steps(8) == [1, 2, 3, 4, 5, 6, 7]
+    assert first_epoch_steps(3) == [1, 2]
+    assert first_epoch_steps(1) == []  # the epoch's end is its only step
+
+
+def progress(epoch: int, step: int, steps: int) -> StepProgress:
+    return StepProgress(epoch, 3, step, steps, (epoch - 1) * steps + step, step, steps, 1.0, 1.0, 1.0)
+
+
+def test_the_recorder_records_before_training_at_its_steps_in_the_first_epoch_and_after_epochs():
+    _, task, model = tiny()
+    recorder = SnapshotRecorder(examples(task, 2), examples(task, 5, seed=50), from_start=True)
+    recorder.watch(model)
+    recorded = []
+    for epoch in (1, 2):
+        for step in range(1, 9):
+            recorded.append(recorder.step(progress(epoch, step, 8)))
+        recorder.record(epoch)
+    assert recorded == [True] * 7 + [False] + [False] * 8  # steps 1-7 of epoch 1; 8 is its end
+    snapshots = recorder.snapshots()
+    assert snapshots["steps"] == [0, 1, 2, 3, 4, 5, 6, 7, 8, 16]
+    assert snapshots["epochs"] == [0, 1, 1, 1, 1, 1, 1, 1, 1, 2]
+    assert snapshots["labels"][:2] == ["before training", "step 1, in epoch 1"]
+    assert snapshots["labels"][-2:] == ["after epoch 1 (step 8)", "after epoch 2 (step 16)"]
+    assert all(len(entry["weights"]) == 10 for entry in snapshots["examples"])
+    assert [point["step"] for point in recorder.curve] == snapshots["steps"]
+    assert [point["end_of_epoch"] for point in recorder.curve] == [False] * 8 + [True] * 2
+    for point in recorder.curve:
+        assert 0 <= point["exact_match"] <= 1 and 0 <= point["alignment_accuracy"] <= 1
+        assert point["alignment_accuracy"] <= point["alignment_within_one"] <= 1
+
+
+def test_the_curve_measures_greedy_exact_match_and_teacher_forced_alignment():
+    from attnlab.evaluate import evaluate
+
+    _, task, model = tiny()
+    measured = examples(task, 6, seed=70)
+    recorder = SnapshotRecorder([], measured)
+    recorder.watch(model)
+    recorder.record(1)
+    expected = evaluate(model, measured).metrics
+    (point,) = recorder.curve
+    for key in ("exact_match", "alignment_accuracy", "alignment_within_one"):
+        assert point[key] == pytest.approx(expected[key])
+
+
+def test_a_model_without_attention_still_has_an_exact_match_curve():
+    _, task, model = tiny(scorer="none")
+    recorder = SnapshotRecorder(examples(task, 2), examples(task, 4, seed=40))
+    recorder.watch(model)
+    recorder.record(1)
+    assert recorder.snapshots() is None
+    (point,) = recorder.curve
+    assert point["exact_match"] == 0.0 and math.isnan(point["alignment_accuracy"])
+
+
+@pytest.mark.parametrize("measured", [0, 30])
+def test_recording_inside_epochs_leaves_training_as_it_was(measured):
+    config = ExperimentConfig(**TINY, train_size=256, validation_size=30, test_size=10, epochs=2, batch_size=32,
+                              decoder_options={"dropout": 0.3}, target_exact_match=None)  # fmt: skip
+    task = build_task(config)
+    splits = make_splits(task, (256, 30, 10), 0)
+    recorder = SnapshotRecorder(splits.validation[:3], splits.validation[:measured], from_start=True)
+    _, watched = train_model(config, task, splits, on_epoch=lambda m: recorder.record(int(m["epoch"])),
+                             on_step=recorder.step, on_model=recorder.watch)  # fmt: skip
+    _, plain = train_model(config, task, splits)
+    assert [h["train_loss"] for h in watched.history] == [h["train_loss"] for h in plain.history]
+    assert [h["val_loss"] for h in watched.history] == [h["val_loss"] for h in plain.history]
+    assert recorder.snapshots()["steps"] == [0, 1, 2, 3, 4, 5, 6, 7, 8, 16]
+
+
+@pytest.mark.slow
+def test_a_default_sized_run_that_stops_after_one_epoch_has_snapshots_inside_it():
+    config = ExperimentConfig()  # the default run: it reaches its target exact match in epoch 1
+    task = build_task(config)
+    splits = make_splits(task, (config.train_size, config.validation_size, config.test_size), config.seed)
+    recorder = SnapshotRecorder(splits.validation[:3], splits.validation[:100], from_start=True)
+    _, result = train_model(config, task, splits, on_epoch=lambda m: recorder.record(int(m["epoch"])),
+                            on_step=recorder.step, on_model=recorder.watch)  # fmt: skip
+    assert len(result.history) == 1 and result.stopped_early
+    snapshots = recorder.snapshots()
+    assert snapshots["steps"] == [0, 6, 12, 18, 24, 30, 36, 42, 47]
+    curve = recorder.curve
+    assert curve[-1]["exact_match"] > curve[0]["exact_match"]
+    assert curve[-1]["alignment_within_one"] > curve[0]["alignment_within_one"]  # attention moved toward the gold
+
+
+def entry(name: str, exact_match: float | None, views: list[str] | None = None, alignment: float | None = None) -> dict:
+    metrics = {key: value for key, value in (("exact_match", exact_match), ("alignment_accuracy", alignment)) if value is not None}
+    return {"name": name, "metrics": metrics, "views": ["average"] if views is None else views}
+
+
+def test_a_comparison_opens_on_the_best_model_with_attention():
+    none = entry("none seed 0", 1.0, views=[])  # the best score, but nothing to look at
+    models = [none, entry("dot seed 0", 0.5), entry("additive seed 0", 0.9), entry("general seed 0", 0.7)]
+    assert opening_model(models) == 2
+
+
+def test_ties_go_to_alignment_accuracy_then_to_the_first_model():
+    models = [entry("none", 0.9, views=[]), entry("dot", 0.9, alignment=0.4), entry("additive", 0.9, alignment=0.6), entry("general", 0.9, alignment=0.6)]
+    assert opening_model(models) == 2
+    assert opening_model([entry("dot", 0.9), entry("additive", 0.9)]) == 0
+    assert opening_model([entry("dot", 0.8, alignment=float("nan")), entry("additive", 0.8, alignment=0.1)]) == 1
+
+
+def test_models_without_a_score_come_last_and_without_attention_the_first_opens():
+    assert opening_model([entry("dot", None), entry("additive", float("nan")), entry("general", 0.0)]) == 2
+    assert opening_model([entry("none a", 0.3, views=[]), entry("none b", 0.9, views=[])]) == 0
+
+
+def test_a_sweep_page_says_which_model_it_opens_on():
+    explorer = pytest.importorskip("attnlab.explorer")
+    _, task, first = tiny(scorer="none")
+    _, _, second = tiny(scorer="additive")
+    tests = examples(task, 2)
+    sources = [ex.source for ex in tests]
+    models = [
+        {**entry(name, score), "views": views_of(shown), "examples": shown, "snapshots": None}
+        for name, score, shown in (("none seed 0", 0.9, model_views(first, sources)), ("additive seed 0", 0.1, model_views(second, sources)))
+    ]
+    document = sweep_document("attnlab sweep", models, tests, note="2 test examples")
+    assert document["opens_on"] == 1
+    assert '"opens_on":1' in explorer.explorer_html(document)
+    with pytest.raises(ValueError, match="opens_on"):
+        explorer.explorer_html({**document, "opens_on": 2})

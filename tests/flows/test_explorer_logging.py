@@ -28,7 +28,7 @@ def embedded(page: Path) -> dict:
 
 
 @pytest.mark.slow
-def test_a_train_run_logs_the_explorer_with_a_snapshot_of_every_epoch(learned_store):
+def test_a_train_run_logs_the_explorer_with_snapshots_inside_the_first_epoch_and_after_every_epoch(learned_store):
     store, summary = learned_store
     client, run_id = client_for(store), summary["run_id"]
     assert "attention/explorer.html" in {f.path for f in client.list_artifacts(run_id, "attention")}
@@ -40,9 +40,19 @@ def test_a_train_run_logs_the_explorer_with_a_snapshot_of_every_epoch(learned_st
     (model,) = document["models"]
     assert model["views"] == ["average"]
     epochs = len(summary["history"])
-    assert model["snapshots"]["epochs"] == list(range(1, epochs + 1))
-    assert len(model["snapshots"]["examples"]) == 3
-    assert all(len(probe["weights"]) == epochs for probe in model["snapshots"]["examples"])
+    snapshots = model["snapshots"]
+    # before training, 7 steps inside the first epoch (24 steps of 64 examples), after every epoch
+    assert snapshots["steps"][:9] == [0, 3, 6, 9, 12, 15, 18, 21, 24]
+    assert snapshots["epochs"] == [0] + [1] * 8 + list(range(2, epochs + 1))
+    assert [label for label in snapshots["labels"] if label.startswith("after epoch")] == [
+        f"after epoch {e} (step {24 * e})" for e in range(1, epochs + 1)
+    ]
+    assert len(snapshots["examples"]) == 3
+    assert all(len(probe["weights"]) == 8 + epochs for probe in snapshots["examples"])
+    for name in ("val_probe_exact_match", "val_probe_alignment_accuracy", "val_probe_alignment_within_one"):
+        steps = [m.step for m in client.get_metric_history(run_id, name)]
+        assert sorted(steps) == snapshots["steps"], name
+    assert "plots/alignment_over_training.png" in {f.path for f in client.list_artifacts(run_id, "plots")}
     examples = model["examples"]
     assert len(examples) == 100  # the whole test split: fewer than the cap
     correct = [example["correct"] for example in examples]
