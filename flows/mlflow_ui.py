@@ -24,6 +24,9 @@ MODEL_TRAINING = "custom_model_development"
 SAVED_VIEW_PREFIX = "mlflow.sharedViewState."
 RUNS_VIEW_ID = "attnlab-results"
 RUNS_VIEW_NAME = "attnlab results"
+#: The run tag that marks the champion's run ("true"; moved with the alias by
+#: :mod:`attnlab.flows.champion_tag`), a column of the saved view.
+CHAMPION_TAG = "attnlab.champion"
 #: The runs table's columns in the saved view, in order, with their widths in pixels (None: MLflow's).
 RUNS_COLUMNS: tuple[tuple[str, str, int | None], ...] = (
     ("metrics", "test_exact_match", 140),
@@ -32,6 +35,7 @@ RUNS_COLUMNS: tuple[tuple[str, str, int | None], ...] = (
     ("params", "encoder", None),
     ("params", "decoder", None),
     ("params", "task", None),
+    ("tags", CHAMPION_TAG, 150),
 )
 
 
