@@ -12,6 +12,7 @@ machine without a CJK system font. :func:`write_explorer` writes it to a file.
 Document (``Lt`` output tokens, ``Ls`` source tokens of one example)::
 
     {"version": 1, "title": str, "subtitle": str (optional), "note": str (optional),
+     "opens_on": int (optional; the index of the model the page shows first, default 0),
      "models": [                                   # one per trained model, at least one
        {"name": str, "metrics": {str: number} (optional),
         "views": ["average", "head 1", ...],       # "average" first; [] when the model has no attention
@@ -20,9 +21,11 @@ Document (``Lt`` output tokens, ``Ls`` source tokens of one example)::
            "target": str | None, "correct": bool | None,
            "gold": [[int source position, ...] per output step (at most Lt lists)] | None,
            "weights": {view: [Lt rows of Ls weights in [0, 1]] for every view}}],
-        "snapshots": None | {"epochs": [int] * E,
+        "snapshots": None | {"epochs": [int] * E,     # the epoch of each snapshot (0: untrained)
+                             "steps": [int] * E (optional),   # the optimisation step of each
+                             "labels": [str] * E (optional),  # the slider's name of each
                              "examples": [{"source_tokens": ..., "output_tokens": ..., "gold": ...,
-                                           "weights": [E matrices [Lt, Ls], one per epoch]}]}}]}
+                                           "weights": [E matrices [Lt, Ls], one per snapshot]}]}}]}
 
 With several models (a sweep's page) every model has the same example sources in the same
 order, so the page compares them on one input.
@@ -119,6 +122,9 @@ def compact_document(document: Mapping[str, Any]) -> dict[str, Any]:
     _require(len(models) > 0, "models", "is empty, expected at least one model")
     out["models"] = [_model(model, f"models[{m}]") for m, model in enumerate(models)]
     _check_same_sources(out["models"])
+    opens_on = document.get("opens_on", 0)
+    _require(isinstance(opens_on, int) and not isinstance(opens_on, bool) and 0 <= opens_on < len(models), "opens_on",
+             f"must be the index of a model, 0 to {len(models) - 1}, got {opens_on!r}")  # fmt: skip
     return _with_extras(out, document)
 
 
@@ -171,6 +177,12 @@ def _snapshots(snapshots: Any, where: str) -> dict[str, Any]:
     _require(len(epochs) > 0, f"{where}.epochs", "is empty, expected at least one epoch")
     for i, epoch in enumerate(epochs):
         _require(isinstance(epoch, int) and not isinstance(epoch, bool), f"{where}.epochs[{i}]", f"must be an integer, got {epoch!r}")
+    for key, kind in (("steps", int), ("labels", str)):
+        if snapshots.get(key) is not None:
+            given = _list(snapshots[key], f"{where}.{key}")
+            _require(len(given) == len(epochs), f"{where}.{key}", f"has {len(given)} entries, expected {len(epochs)} (one per snapshot)")
+            for i, value in enumerate(given):
+                _require(isinstance(value, kind) and not isinstance(value, bool), f"{where}.{key}[{i}]", f"must be a {kind.__name__}, got {value!r}")
     examples = []
     for e, example in enumerate(_list(snapshots.get("examples"), f"{where}.examples")):
         here = f"{where}.examples[{e}]"
@@ -340,11 +352,12 @@ _PAGE = """<!DOCTYPE html>
   </section>
   <section id="snapshots" hidden aria-labelledby="snapshots-heading">
     <h2 id="snapshots-heading">Attention across training</h2>
-    <p class="hint">The same probe example after each epoch, teacher-forced on its target:
-      move the slider to watch the alignment form.</p>
+    <p class="hint">The same probe example as training goes (before it, at steps inside the first
+      epoch, after every epoch), teacher-forced on its target: move the slider to watch the
+      alignment form.</p>
     <div class="controls">
       <label>probe <select id="probe-select" data-testid="probe-select"></select></label>
-      <label>epoch <input type="range" id="epoch-slider" data-testid="epoch-slider" min="0" max="0" step="1" value="0"></label>
+      <label>training <input type="range" id="epoch-slider" data-testid="epoch-slider" min="0" max="0" step="1" value="0"></label>
       <output id="epoch-label" for="epoch-slider" data-testid="epoch-label"></output>
       <button type="button" id="play">play</button>
     </div>

@@ -26,6 +26,7 @@ from attnlab.config import ExperimentConfig
 from attnlab.flows import model_registry
 from attnlab.benchmark import BenchmarkSet
 from attnlab.flows.benchmark_store import Benchmark
+from attnlab.flows.champion_tag import move_champion_tag
 from attnlab.flows.errors import ModelUnusable
 from attnlab.promotion import Decision, decide, incomparable_reason, keep_unusable_champion
 
@@ -103,7 +104,8 @@ def promote(
 
 def compare_and_set(client: MlflowClient, name: str, challenger_version: str, score: Callable[[str], float], margin: float, lock: Lock) -> Decision:
     """Compare the challenger with the current champion (``score(version)``, the same benchmark
-    for both) and move the alias to the challenger when :func:`attnlab.promotion.decide` says so.
+    for both) and move the alias to the challenger when :func:`attnlab.promotion.decide` says so,
+    and with it the champion tag of the runs (:mod:`attnlab.flows.champion_tag`).
 
     The challenger is scored first; reading the champion, scoring it and setting the alias happen
     under ``lock()``, so a concurrent promotion cannot slip in between. A version that already
@@ -126,6 +128,7 @@ def compare_and_set(client: MlflowClient, name: str, challenger_version: str, sc
         promoted, reason = decide(challenger_score, champion_score, margin)
         if promoted:
             client.set_registered_model_alias(name, model_registry.CHAMPION, version)
+            move_champion_tag(client, name, version, current)
     return Decision(promoted, reason, version, challenger_score, champion, champion_score, margin)
 
 
@@ -150,10 +153,10 @@ def record_decision(client: MlflowClient, run_id: str | None, name: str, decisio
     version_tags = {**tags, "run_id": run_id} if run_id else tags
     for key, value in version_tags.items():
         client.set_model_version_tag(name, decision.challenger_version, TAG + key, value)
-    if not run_id:
-        return
     if decision.champion_unusable and decision.champion_version:
         client.set_model_version_tag(name, decision.champion_version, UNUSABLE_TAG, decision.champion_unusable[:4000])
+    if not run_id:
+        return
     metrics = {"margin": decision.margin, "promoted": float(decision.promoted)}
     for key in ("challenger_score", "champion_score"):
         if getattr(decision, key) is not None:

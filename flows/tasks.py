@@ -21,7 +21,7 @@ from mlflow.exceptions import MlflowException
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from attnlab.alignment_plots import offset_chart
+from attnlab.alignment_plots import offset_chart, training_chart
 from attnlab.bundle import load_bundle, save_bundle
 from attnlab.cache import cache_root
 from attnlab.config import ExperimentConfig
@@ -31,7 +31,7 @@ from attnlab.examples import gold_alignments
 from attnlab.experiment import prepare_data, train_model
 from attnlab.faults import out_of_space
 from attnlab.explorer import write_explorer
-from attnlab.explorer_data import PROBE_EXAMPLES, SnapshotRecorder, describe, model_views, run_document
+from attnlab.explorer_data import CURVE_EXAMPLES, PROBE_EXAMPLES, SnapshotRecorder, describe, model_views, run_document
 from attnlab.flows import model_registry, prefect_watch, promotion, store, tracking
 from attnlab.flows.benchmark_store import Benchmark, ensure_benchmark
 from attnlab.flows.promotion_lock import promotion_lock
@@ -130,8 +130,10 @@ def train(config: ExperimentConfig, data: Path, run_id: str, workdir: Path) -> T
     to the step logger and the loss inside epochs as ``train_loss_step`` (see
     :mod:`attnlab.flows.step_log`); the model is saved as a bundle in ``workdir/bundle``, the
     checkpoint at :func:`checkpoint_path` after every epoch, the attention of the first
-    validation examples after every epoch in ``workdir/snapshots.json`` (the explorer's
-    snapshots). A tracking server that stops
+    validation examples before training, inside the first epoch and after every epoch in
+    ``workdir/snapshots.json`` (the explorer's snapshots), with each the alignment curve point
+    (metrics ``val_probe_*``, step = optimisation step; drawn as
+    ``plots/alignment_over_training.png``). A tracking server that stops
     answering stops training at once with :class:`~attnlab.flows.errors.TrackingLost` (the run
     cannot be tracked any more)."""
     client, where = MlflowClient(), store.resolve_store()
@@ -147,27 +149,40 @@ def train(config: ExperimentConfig, data: Path, run_id: str, workdir: Path) -> T
             raise TrackingLost(f"lost the MLflow tracking server {where.tracking_uri} ({why})") from exc
 
     splits = load_splits(data)
-    recorder = SnapshotRecorder(splits.validation[:PROBE_EXAMPLES])
+    checkpoint = checkpoint_path(run_id)
+    fresh = not checkpoint.exists()  # a resumed run has no untrained model to show
+    recorder = SnapshotRecorder(splits.validation[:PROBE_EXAMPLES], splits.validation[:CURVE_EXAMPLES], from_start=fresh)
+    sent = 0  # points of recorder.curve logged
+
+    def log_curve() -> None:
+        nonlocal sent
+        points, sent = recorder.curve[sent:], len(recorder.curve)
+        tracked(lambda: tracking.log_curve(client, run_id, points))
 
     def on_epoch(metrics: dict[str, float]) -> None:
         progress.info(epoch_line(metrics, config.epochs))
         tracked(steps.flush)
         tracked(lambda: tracking.log_epoch(client, run_id, metrics))
         recorder.record(int(metrics["epoch"]))
+        log_curve()
 
     def on_step(p: StepProgress) -> None:
+        prefect_watch.check()
         if step_progress.isEnabledFor(logging.DEBUG):
             step_progress.debug("%s", p, extra={"step_progress": p})
         tracked(lambda: steps.add(p))
+        if recorder.step(p):
+            log_curve()
 
-    checkpoint = checkpoint_path(run_id)
     checkpoint.parent.mkdir(parents=True, exist_ok=True)
     model, result = train_model(config, build_task(config), splits, on_epoch, checkpoint, on_step, on_model=recorder.watch)
     bundle = save_bundle(workdir / "bundle", config, model)
     parameters = sum(p.numel() for p in model.parameters())
     snapshots = workdir / "snapshots.json"
     snapshots.write_text(json.dumps(recorder.snapshots(), ensure_ascii=False))
-        prefect_watch.check()
+    if recorder.curve:
+        chart = save_figure(training_chart(recorder.curve, len(recorder.measured)), workdir / "curve" / "alignment_over_training.png")
+        tracked(lambda: client.log_artifact(run_id, str(chart), "plots"))
     return Trained(bundle, result.history, result.stopped_early, result.train_seconds, parameters, snapshots)
 
 
