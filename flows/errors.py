@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from attnlab.errors import UserError
 
-__all__ = ["ModelUnusable", "PrefectLost", "RunFault", "TrackingLost", "TrackingUnavailable", "UserError"]
+__all__ = ["ArtifactsLost", "ModelUnusable", "PrefectLost", "RunFault", "TrackingLost", "TrackingUnavailable", "UserError"]
 
 
 class TrackingUnavailable(UserError):
@@ -28,3 +28,7 @@ class RunFault(UserError):
 class ModelUnusable(UserError):
     """A stored model that cannot be loaded: its code fails the safety check, or its files are
     gone."""
+
+
+class ArtifactsLost(Exception):
+    """The embedded store's artifacts folder was deleted while a run was writing to it."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from attnlab.flows.errors import TrackingUnavailable
+from attnlab.flows.errors import ArtifactsLost, TrackingUnavailable
 from attnlab.retry import BUDGET_SECONDS, retrying
 
 DEFAULT_DIR = "mlflow"
@@ -165,6 +165,24 @@ def check_store(store: Store, timeout: float = 3.0, writable: bool = True, budge
         raise TrackingUnavailable(
             f"cannot reach the MLflow tracking store {store.tracking_uri}: {reason(exc)}{late}; {hint}"
         ) from exc
+
+
+def folder_identity(folder: Path | None) -> tuple[int, int] | None:
+    """(device, inode) of ``folder``, or None when there is none: a folder deleted and made anew
+    by a later write has another."""
+    try:
+        info = folder.stat() if folder is not None else None
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino) if info is not None else None
+
+
+def check_artifact_root(identity: tuple[int, int] | None) -> None:
+    """Raise ArtifactsLost when the embedded store's artifacts folder is no longer the one whose
+    ``identity`` (:func:`folder_identity`) a run started with; nothing when it had none."""
+    where = resolve_store()
+    if identity is not None and folder_identity(where.artifact_root) != identity:
+        raise ArtifactsLost(f"the MLflow store's artifacts folder {where.artifact_root} was deleted during the run")
 
 
 def unreachable(store: Store, timeout: float = 3.0) -> str | None:

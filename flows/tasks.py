@@ -159,7 +159,10 @@ def train(config: ExperimentConfig, data: Path, run_id: str, workdir: Path) -> T
         points, sent = recorder.curve[sent:], len(recorder.curve)
         tracked(lambda: tracking.log_curve(client, run_id, points))
 
+    artifacts = store.folder_identity(where.artifact_root)
+
     def on_epoch(metrics: dict[str, float]) -> None:
+        store.check_artifact_root(artifacts)
         progress.info(epoch_line(metrics, config.epochs))
         tracked(steps.flush)
         tracked(lambda: tracking.log_epoch(client, run_id, metrics))

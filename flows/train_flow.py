@@ -102,7 +102,7 @@ def train_flow(
         run_id = tasks.start_run(config, experiment, tags)
     workdir = Path(tempfile.mkdtemp(prefix="attnlab-run-"))
     checkpoint = tasks.checkpoint_path(run_id)
-    artifacts = _folder_identity(store.resolve_store().artifact_root)
+    artifacts = store.folder_identity(store.resolve_store().artifact_root)
     kept = False
     try:
         end_stale_runs()
@@ -158,16 +158,6 @@ def end_stale_runs() -> None:
         logging.getLogger("attnlab.progress").info(f"run {stale} was left RUNNING ({why}): ended it FAILED")
 
 
-def _folder_identity(folder: Path | None) -> tuple[int, int] | None:
-    """(device, inode) of ``folder``, or None when there is none: a folder deleted and made anew
-    by a later write has another."""
-    try:
-        info = folder.stat() if folder is not None else None
-    except OSError:
-        return None
-    return (info.st_dev, info.st_ino) if info is not None else None
-
-
 def surroundings(where: store.Store, workdir: Path, checkpoint: Path, artifacts: tuple[int, int] | None) -> Surroundings:
     """What :func:`attnlab.faults.diagnose` needs to know of a run that stopped: the free space of
     the folders it writes to, whether the store's artifacts folder (``artifacts``: its identity
@@ -179,7 +169,7 @@ def surroundings(where: store.Store, workdir: Path, checkpoint: Path, artifacts:
         if existing is not None:
             free[str(folder)] = shutil.disk_usage(existing).free
     root = where.artifact_root if where.embedded and artifacts is not None else None
-    lost = root is not None and _folder_identity(root) != artifacts
+    lost = root is not None and store.folder_identity(root) != artifacts
     return Surroundings(free, str(root) if root else None, lost, prefect_watch.lost())
 
 
@@ -221,7 +211,7 @@ def _steps(
     parent_run_id: str | None = None,
     example_plots: bool = True,
 ) -> dict[str, Any]:
-    watch = _checked(watch)
+    watch = _checked(watch, store.folder_identity(store.resolve_store().artifact_root))
     with watch("data"):
         data = dataset(config)
         tasks.log_dataset(run_id, config, data, parent_run_id)  # a sweep's runs share their splits
@@ -276,11 +266,13 @@ def _steps(
     }
 
 
-def _checked(watch: Stopwatch):
-    """``watch``'s sections, each entered only while Prefect's server still answers."""
+def _checked(watch: Stopwatch, artifacts: tuple[int, int] | None):
+    """``watch``'s sections, each entered only while Prefect's server still answers and the
+    store's artifacts folder is the one it was (``artifacts``: its identity)."""
 
     def section(name: str):
         prefect_watch.check()
+        store.check_artifact_root(artifacts)
         return watch(name)
 
     return section
