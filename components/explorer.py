@@ -82,7 +82,7 @@ def document_characters(compact: Mapping[str, Any]) -> str:
     """Every character the page shows from a checked document (:func:`compact_document`), sorted
     once each: title, subtitle, note, model, view and metric names, snapshot labels, and every
     token and target of every example and snapshot."""
-    texts = [compact["title"], compact.get("subtitle", ""), compact.get("note", "")]
+    texts = [compact["title"], compact.get("subtitle") or "", compact.get("note") or ""]
     for model in compact["models"]:
         texts += [model["name"], *model["views"], *model.get("metrics", {})]
         snapshots = model["snapshots"] or {"examples": []}
