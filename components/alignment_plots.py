@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from attnlab.alignment import modal_offset
+from attnlab.compare_plots import legend_beside
 
 #: Bar colours: the modal offset, every other offset.
 MODE_COLOUR, OTHER_COLOUR = "tab:orange", "tab:blue"
@@ -63,7 +64,7 @@ def training_chart(curve: Sequence[Mapping[str, float]], examples: int, title: s
     optimisation step, a dotted line at each epoch's end. Raises ValueError on an empty curve."""
     if not curve:
         raise ValueError("no points to draw: the alignment curve is empty")
-    fig = Figure(figsize=(6.4, 3.6), layout="constrained")
+    fig = Figure(figsize=(8.4, 3.6), layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     for key, label, style in CURVE_LINES:
@@ -77,5 +78,5 @@ def training_chart(curve: Sequence[Mapping[str, float]], examples: int, title: s
     ax.set_xlabel("optimisation step (dotted: end of an epoch)")
     ax.set_ylabel(f"share of {examples} validation examples")
     ax.set_title(title or "alignment over training")
-    ax.legend(loc="lower right", fontsize="small")
+    legend_beside(ax)
     return fig

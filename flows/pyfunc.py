@@ -65,13 +65,14 @@ def model_code_problem(model_dir: Path) -> str | None:
 
 
 def signature():
-    """The model's signature: a ``source`` string column in, a string out, and the ``beam_size``
-    parameter (default 1: greedy decoding)."""
+    """The model's signature: a string out and the ``beam_size`` parameter (default 1: greedy
+    decoding). No input schema: the model reads its ``source`` column itself (:func:`source_texts`)
+    and refuses what it cannot take in one sentence, where MLflow's own schema check answered a
+    missing or extra column with a printout of the whole request."""
     from mlflow.models import ModelSignature
     from mlflow.types import ColSpec, ParamSchema, ParamSpec, Schema
 
     return ModelSignature(
-        inputs=Schema([ColSpec("string", "source")]),
         outputs=Schema([ColSpec("string")]),
         params=ParamSchema([ParamSpec("beam_size", "long", 1)]),
     )
@@ -95,7 +96,7 @@ def source_texts(model_input: Any) -> list[str]:
         elif len(model_input.columns) == 1:
             column = model_input.iloc[:, 0]
         else:
-            raise ValueError(f"expected a 'source' column, got columns {list(model_input.columns)}")
+            raise ValueError(f"expected a 'source' column, got columns {', '.join(map(repr, model_input.columns))}")
         return [str(text) for text in column]
     if isinstance(model_input, pd.Series):
         return [str(text) for text in model_input]

@@ -152,6 +152,10 @@ def test_training_chart_draws_each_measure_against_the_optimisation_step():
     assert ax.get_xlabel().startswith("optimisation step") and ax.get_ylabel() == "share of 100 validation examples"
     assert ax.get_ylim()[0] < 0 < 1 < ax.get_ylim()[1]
     fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    legend, figure_box = ax.get_legend().get_window_extent(renderer), fig.bbox
+    assert not legend.overlaps(ax.get_window_extent(renderer))  # beside the data, never on it
+    assert figure_box.x0 <= legend.x0 and legend.x1 <= figure_box.x1
 
 
 def test_training_chart_refuses_an_empty_curve():

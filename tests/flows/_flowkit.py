@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -65,6 +66,42 @@ class Burners:
         for process in self.processes:
             process.kill()
             process.wait()
+
+
+class TrainProcess:
+    """A real ``attnlab train`` process with environment ``env`` in folder ``cwd``; its stderr read
+    line by line into ``lines``, ``epoch_one`` set once the first epoch's line (or, with
+    ``whole_epoch``, its end-of-epoch line rather than a step line) is printed."""
+
+    def __init__(self, args: list[str], env: dict[str, str], cwd: Path, whole_epoch: bool = False):
+        attnlab = str(Path(sys.executable).with_name("attnlab"))
+        self.process = subprocess.Popen([attnlab, "train", *args], env=env, cwd=cwd, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.whole_epoch = whole_epoch
+        self.lines: list[str] = []
+        self.epoch_one = threading.Event()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        for line in self.process.stderr:
+            self.lines.append(line.rstrip("\n"))
+            if line.startswith("epoch   1/") and (not self.whole_epoch or " train_loss " in line and "step" not in line):
+                self.epoch_one.set()
+
+    def wait(self, timeout: float) -> int:
+        """Its exit status; kills it and fails the test when it runs longer than ``timeout``."""
+        try:
+            code = self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            pytest.fail(f"attnlab train still running {timeout:.0f} s later; stderr so far:\n" + "\n".join(self.lines[-20:]))
+        self.reader.join(10)
+        return code
+
+    @property
+    def stderr(self) -> str:
+        return "\n".join(self.lines)
 
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",

@@ -12,7 +12,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -20,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from _flowkit import client_for
+from _flowkit import TrainProcess, client_for
 
 ATTNLAB = str(Path(sys.executable).with_name("attnlab"))
 #: Many short epochs: training is still going when the fault comes after the first one.
@@ -30,47 +29,21 @@ LONG = ["--epochs", "40", "--train-size", "600", "--hidden-size", "16", "--embed
 BOUND = 30.0
 
 
-class Train:
-    """A real ``attnlab train`` process on the store ``store``; its stderr read line by line,
-    ``epoch_one`` set once the first epoch is printed."""
+class Train(TrainProcess):
+    """A real ``attnlab train`` process on the store ``store``; ``env`` entries of None are
+    removed from its environment."""
 
     def __init__(self, store: Path, cache: Path, args: list[str], env: dict[str, str | None] | None = None):
         settings = {"ATTNLAB_MLFLOW_DIR": str(store), "ATTNLAB_CACHE_DIR": str(cache), "MLFLOW_TRACKING_URI": None, **(env or {})}
-        env = {**os.environ, **{k: v for k, v in settings.items() if v is not None}}
+        full = {**os.environ, **{k: v for k, v in settings.items() if v is not None}}
         for name in (k for k, v in settings.items() if v is None):
-            env.pop(name, None)
-        self.process = subprocess.Popen(
-            [ATTNLAB, "train", *args], env=env, cwd=cache.parent, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-        )
-        self.lines: list[str] = []
-        self.epoch_one = threading.Event()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        for line in self.process.stderr:
-            self.lines.append(line.rstrip("\n"))
-            if line.startswith("epoch   1/") and " train_loss " in line and "step" not in line:
-                self.epoch_one.set()
+            full.pop(name, None)
+        super().__init__(args, full, cache.parent, whole_epoch=True)
 
     def wait_for_epoch_one(self) -> None:
         if not self.epoch_one.wait(600):  # a hang guard: the event is the epoch line
             self.process.kill()
-            pytest.fail("no first epoch:\n" + "\n".join(self.lines))
-
-    def wait(self, timeout: float) -> int:
-        try:
-            code = self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-            pytest.fail(f"attnlab train still running {timeout:.0f} s after the fault:\n" + "\n".join(self.lines[-20:]))
-        self.reader.join(10)
-        return code
-
-    @property
-    def stderr(self) -> str:
-        return "\n".join(self.lines)
+            pytest.fail("no first epoch:\n" + self.stderr)
 
 
 def ended_in_one_line(train: Train, since: float, lost: str) -> tuple[str, str]:

@@ -25,8 +25,6 @@ from attnlab.serving import MAX_ROWS, rows_problem
 def model_dir(tmp_path_factory) -> Path:
     """An untrained tiny date model saved as an MLflow pyfunc model."""
     import mlflow.pyfunc
-    from mlflow.models import ModelSignature
-    from mlflow.types import ColSpec, Schema
 
     from attnlab.bundle import save_bundle
     from attnlab.config import ExperimentConfig
@@ -36,8 +34,7 @@ def model_dir(tmp_path_factory) -> Path:
     config = ExperimentConfig(hidden_size=8, embedding_dim=8)
     bundle = save_bundle(tmp_path_factory.mktemp("bundle"), config, build_model(config, build_task(config)))
     path = tmp_path_factory.mktemp("served") / "model"
-    signature = ModelSignature(inputs=Schema([ColSpec("string", "source")]), outputs=Schema([ColSpec("string")]))
-    mlflow.pyfunc.save_model(str(path), python_model=pyfunc.MODEL_CODE, artifacts={pyfunc.BUNDLE: str(bundle)}, signature=signature, pip_requirements=[])
+    mlflow.pyfunc.save_model(str(path), python_model=pyfunc.MODEL_CODE, artifacts={pyfunc.BUNDLE: str(bundle)}, signature=pyfunc.signature(), pip_requirements=[])
     return path
 
 
@@ -62,6 +59,14 @@ def test_a_refused_input_is_answered_with_its_reason_alone(client):
     assert answer["error_code"] == "INVALID_PARAMETER_VALUE" and "stack_trace" not in answer
     # It was "Failed to predict data '      source\n0  25-12-2023\n1 ...'. \nError: ..."
     assert answer["message"] == "'99-99-2023' is not a real date: there is no month 99 (months 01-12)"
+
+
+def test_a_request_without_a_source_column_is_answered_in_one_sentence(client):
+    body = {"dataframe_split": {"columns": ["text", "id"], "data": [["25-12-2023", 1]]}}
+    response = client.post("/invocations", json=body)
+    assert response.status_code == 400
+    # MLflow's schema check answered "Failed to predict data '   text  id\n0 ...'. \nError: ..."
+    assert response.json()["message"] == "expected a 'source' column, got columns 'text', 'id'"
 
 
 def test_a_request_over_the_row_limit_is_refused_before_decoding(client):

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from _flowkit import TrainProcess
+
 ATTNLAB = str(Path(sys.executable).with_name("attnlab"))
 #: Many short epochs: training is still going when the server is killed after the first one.
 LONG = ["--epochs", "40", "--train-size", "300", "--hidden-size", "16", "--embedding-dim", "8",
@@ -55,7 +57,7 @@ def mlflow_server(tmp_path):
         server.stop()
 
 
-class Train:
+class Train(TrainProcess):
     """A real ``attnlab train`` process against ``url``; its stderr collected line by line."""
 
     def __init__(self, url: str, cache: Path, args: list[str]):
@@ -65,30 +67,7 @@ class Train:
                "PREFECT_API_URL": str(get_current_settings().api.url)}  # the session's test server  # fmt: skip
         for name in ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "MLFLOW_HTTP_REQUEST_TIMEOUT"):
             env.pop(name, None)  # the product's defaults, as a user gets them
-        self.process = subprocess.Popen(
-            [ATTNLAB, "train", *args], env=env, cwd=cache.parent, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-        )
-        self.lines: list[str] = []
-        self.epoch_one = threading.Event()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        for line in self.process.stderr:
-            self.lines.append(line.rstrip("\n"))
-            if line.startswith("epoch   1/"):
-                self.epoch_one.set()
-
-    def wait(self, timeout: float) -> int:
-        """Its exit status; kills it and fails the test when it runs longer than ``timeout``."""
-        try:
-            code = self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-            pytest.fail(f"attnlab train still running {timeout:.0f} s later; stderr so far:\n" + "\n".join(self.lines[-20:]))
-        self.reader.join(10)
-        return code
+        super().__init__(args, env, cache.parent)
 
 
 def kill_after_first_epoch(train: Train, server) -> float:
