@@ -141,7 +141,8 @@ def test_a_disk_filled_mid_run_ends_in_one_line_and_the_next_command_ends_the_ru
     # The database could not take the run's end either: the next command ends it, once there is room.
     assert f"run {run_id} stays RUNNING until the next 'attnlab train' against that store ends it FAILED" in line
     filler.unlink()
-    listed = subprocess.run([ATTNLAB, "runs", "--stale", "--end"], env={**os.environ, "ATTNLAB_MLFLOW_DIR": str(store)},
+    env = {key: value for key, value in os.environ.items() if key != "MLFLOW_TRACKING_URI"}  # this store, not another test's
+    listed = subprocess.run([ATTNLAB, "runs", "--stale", "--end"], env={**env, "ATTNLAB_MLFLOW_DIR": str(store)},
                             capture_output=True, text=True, timeout=300)  # fmt: skip
     assert listed.returncode == 0 and run_id[:8] in listed.stdout, listed.stdout + listed.stderr
     assert client_for(store).get_run(run_id).info.status == "FAILED"

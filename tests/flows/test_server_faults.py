@@ -67,7 +67,7 @@ class Train(TrainProcess):
                "PREFECT_API_URL": str(get_current_settings().api.url)}  # the session's test server  # fmt: skip
         for name in ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "MLFLOW_HTTP_REQUEST_TIMEOUT"):
             env.pop(name, None)  # the product's defaults, as a user gets them
-        super().__init__(args, env, cache.parent)
+        super().__init__(args, env, cache.parent, whole_epoch=True)  # a checkpoint is written by then
 
 
 def kill_after_first_epoch(train: Train, server) -> float:
