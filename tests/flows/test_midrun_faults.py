@@ -166,6 +166,8 @@ def test_the_artifacts_folder_deleted_mid_run_ends_in_one_line_and_the_champion_
     shutil.rmtree(store / "artifacts")
     deleted = time.monotonic()
     run_id, line = ended_in_one_line(train, deleted, f"the MLflow store's artifacts folder {store / 'artifacts'} was deleted during the run")
+    epochs = [line for line in train.lines if " train_loss " in line and "step" not in line]
+    assert len(epochs) <= 5, "noticed at the next epoch, not after all 40"
     assert f"run {run_id} ended FAILED" in line and "restore it from a backup" in line
     assert client_for(store).get_run(run_id).info.status == "FAILED"
     assert client_for(store).get_registered_model("attnlab-date").aliases[CHAMPION] == champion
