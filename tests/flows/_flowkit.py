@@ -21,6 +21,20 @@ LEARNS = dict(train_size=1500, validation_size=100, test_size=100, hidden_size=6
 KNOWN_DATES = {"25-12-2023": "2023年12月25日", "01-01-2000": "2000年01月01日", "14-07-2015": "2015年07月14日"}
 
 
+def untrained_bundle(folder: Path) -> Path:
+    """An untrained tiny date model (hidden and embedding size 7, seed 42) saved as a bundle in
+    ``folder``."""
+    import torch
+
+    from attnlab.bundle import save_bundle
+    from attnlab.config import ExperimentConfig
+    from attnlab.model import build_model, build_task
+
+    torch.manual_seed(42)
+    config = ExperimentConfig(hidden_size=7, embedding_dim=7)
+    return save_bundle(folder, config, build_model(config, build_task(config)))
+
+
 def point_at(store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Make ``store_dir`` the embedded MLflow store of this process."""
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)

@@ -8,20 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from _flowkit import untrained_bundle
+
 SOURCES = ["25-12-2023", "01-02-2003", "29-02-2024"]
 
 
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory) -> Path:
-    import torch
-
-    from attnlab.bundle import save_bundle
-    from attnlab.config import ExperimentConfig
-    from attnlab.model import build_model, build_task
-
-    torch.manual_seed(42)
-    config = ExperimentConfig(hidden_size=7, embedding_dim=7)
-    return save_bundle(tmp_path_factory.mktemp("bundle"), config, build_model(config, build_task(config)))
+    return untrained_bundle(tmp_path_factory.mktemp("bundle"))
 
 
 @pytest.fixture(scope="module")
