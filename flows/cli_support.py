@@ -1,5 +1,5 @@
 """What every ``attnlab`` command shares: one-line user errors, quiet logs, config assembly from
-YAML, flags and ``-o KEY=VALUE``, progress lines, quiet interrupts and serving a child server."""
+YAML, flags and ``-o KEY=VALUE``, progress lines and quiet interrupts."""
 
 from __future__ import annotations
 
@@ -196,21 +196,3 @@ def ui_hint(store) -> str:
     if store.embedded:
         return "attnlab ui  (then open the link it prints for the experiment)"
     return f"open {store.tracking_uri}" if store.tracking_uri.startswith("http") else "mlflow ui --backend-store-uri " + store.tracking_uri
-
-
-
-def serve(command: list[str]) -> int:
-    """Run the server until it exits or this process is interrupted or terminated; then stop it
-    with all its workers (its own process group), so nothing is left listening."""
-    import subprocess
-
-    from attnlab.flows.servers import stop_group
-
-    server = subprocess.Popen(command, start_new_session=True)
-    try:
-        with sigterm_as_interrupt():
-            return server.wait()
-    except KeyboardInterrupt:
-        return 0
-    finally:
-        stop_group(server)
