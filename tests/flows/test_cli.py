@@ -145,10 +145,10 @@ def test_unreachable_tracking_server_is_reported_before_training(capsys, monkeyp
     port = _free_port()
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"http://127.0.0.1:{port}")
     monkeypatch.setattr(tasks, "train_model", lambda *a, **k: pytest.fail("training started"))
-    started = time.perf_counter()
     code, _, err = attnlab(capsys, "train")
-    assert code == 2 and time.perf_counter() - started < 20
+    assert code == 2
     assert_one_line_error(err, f"cannot reach the MLflow tracking store http://127.0.0.1:{port}", "connection refused")
+    assert " tries in " not in err  # an absent server is reported at its first refusal, not retried
 
 
 def test_config_merging_order(tmp_path):
