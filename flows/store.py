@@ -177,12 +177,16 @@ def folder_identity(folder: Path | None) -> tuple[int, int] | None:
     return (info.st_dev, info.st_ino) if info is not None else None
 
 
+def artifact_root_lost(identity: tuple[int, int] | None) -> bool:
+    """True when the embedded store's artifacts folder is no longer the one whose ``identity``
+    (:func:`folder_identity`) a run started with; False when it had none."""
+    return identity is not None and folder_identity(resolve_store().artifact_root) != identity
+
+
 def check_artifact_root(identity: tuple[int, int] | None) -> None:
-    """Raise ArtifactsLost when the embedded store's artifacts folder is no longer the one whose
-    ``identity`` (:func:`folder_identity`) a run started with; nothing when it had none."""
-    where = resolve_store()
-    if identity is not None and folder_identity(where.artifact_root) != identity:
-        raise ArtifactsLost(f"the MLflow store's artifacts folder {where.artifact_root} was deleted during the run")
+    """Raise ArtifactsLost when :func:`artifact_root_lost`."""
+    if artifact_root_lost(identity):
+        raise ArtifactsLost(f"the MLflow store's artifacts folder {resolve_store().artifact_root} was deleted during the run")
 
 
 def unreachable(store: Store, timeout: float = 3.0) -> str | None:

@@ -107,7 +107,7 @@ def train_flow(
     try:
         end_stale_runs()
         promotion_settings = (margin, benchmark_size, experiment, command) if register_model and promote else None
-        summary = _steps(config, run_id, workdir, watch, promotion_settings, register_model, probe, probe_gold, compare, log_model, parent_run_id, example_plots)
+        summary = _steps(config, run_id, workdir, watch, promotion_settings, register_model, probe, probe_gold, compare, log_model, parent_run_id, example_plots, artifacts)
         with _no_sigint():
             tracking.end_run(MlflowClient(), run_id, "FINISHED")
     except BaseException as exc:
@@ -168,9 +168,8 @@ def surroundings(where: store.Store, workdir: Path, checkpoint: Path, artifacts:
         existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
         if existing is not None:
             free[str(folder)] = shutil.disk_usage(existing).free
-    root = where.artifact_root if where.embedded and artifacts is not None else None
-    lost = root is not None and store.folder_identity(root) != artifacts
-    return Surroundings(free, str(root) if root else None, lost, prefect_watch.lost())
+    root = str(where.artifact_root) if where.embedded and artifacts is not None else None
+    return Surroundings(free, root, store.artifact_root_lost(artifacts), prefect_watch.lost())
 
 
 def end_failed(run_id: str, why: str) -> bool:
@@ -210,8 +209,9 @@ def _steps(
     log_model: bool = True,
     parent_run_id: str | None = None,
     example_plots: bool = True,
+    artifacts: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
-    watch = _checked(watch, store.folder_identity(store.resolve_store().artifact_root))
+    watch = _checked(watch, artifacts)
     with watch("data"):
         data = dataset(config)
         tasks.log_dataset(run_id, config, data, parent_run_id)  # a sweep's runs share their splits
