@@ -19,11 +19,11 @@ import torch
 
 import seed_reference as ref
 from bench_training import unseen_test_dates
-from attnlab.config import ExperimentConfig
-from attnlab.data import encode_examples
-from attnlab.decode import greedy_decode
-from attnlab.experiment import prepare_data, train_model
-from attnlab.plugins.recurrence import compiled
+from attnlab.lab.config import ExperimentConfig
+from attnlab.data.splits import encode_examples
+from attnlab.model.decode import greedy_decode
+from attnlab.training.experiment import prepare_data, train_model
+from attnlab.plugins._recurrence import compiled
 
 
 def main() -> None:

@@ -1,8 +1,8 @@
 """The evaluation's cost on the default run's model: every metric, and the erasure tests alone.
 
 Trains the default config (date task, gru/rnn/scaled_dot, 3000 examples, test 1000) for one
-epoch at ``--seed``, then times :func:`attnlab.evaluate.evaluate` (decoding, the alignment
-measures and the erasure tests together) and :func:`attnlab.erasure.erasure_metrics` alone (its
+epoch at ``--seed``, then times :func:`attnlab.evaluation.metrics.evaluate` (decoding, the alignment
+measures and the erasure tests together) and :func:`attnlab.evaluation.erasure.erasure_metrics` alone (its
 default sample of test examples), each the median of ``--repeats`` calls, with one torch thread.
 
 Run: python benchmarks/bench_evaluate.py [--repeats 3] [--scorer scaled_dot] [--decoder rnn]
@@ -16,10 +16,10 @@ import time
 
 import torch
 
-from attnlab.config import ExperimentConfig
-from attnlab.erasure import SAMPLE_SIZE, erasure_metrics
-from attnlab.evaluate import evaluate
-from attnlab.experiment import prepare_data, train_model
+from attnlab.lab.config import ExperimentConfig
+from attnlab.evaluation.erasure import SAMPLE_SIZE, erasure_metrics
+from attnlab.evaluation.metrics import evaluate
+from attnlab.training.experiment import prepare_data, train_model
 
 
 def median_seconds(fn, repeats: int) -> float:

@@ -36,7 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from attnlab.flows.servers import Server, prefect_command, stop_all, wait_healthy
+from attnlab.flows.services.servers import Server, prefect_command, stop_all, wait_healthy
 
 SWEEP = ["sweep", "--scorer", "dot,additive", "--seeds", "0,1,2", "--max-parallel", "2", "--json"]
 VARIANTS = {"--log-models --example-plots (before)": ["--log-models", "--example-plots"], "default (after)": []}

@@ -20,9 +20,9 @@ import time
 
 import torch
 
-from attnlab.config import ExperimentConfig
-from attnlab.experiment import prepare_data
-from attnlab.model import build_model
+from attnlab.lab.config import ExperimentConfig
+from attnlab.training.experiment import prepare_data
+from attnlab.model.assembly import build_model
 from train_until import train_until
 
 #: name -> config overrides of the defaults (what ``-o KEY=VALUE`` / flags would set).

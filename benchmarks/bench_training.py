@@ -22,12 +22,12 @@ from typing import Callable
 import torch
 
 import seed_reference as ref
-from attnlab.config import ExperimentConfig
-from attnlab.data import encode_examples
-from attnlab.experiment import prepare_data
-from attnlab.model import build_model
+from attnlab.lab.config import ExperimentConfig
+from attnlab.data.splits import encode_examples
+from attnlab.training.experiment import prepare_data
+from attnlab.model.assembly import build_model
 from attnlab.plugins import Example, create_plugin
-from attnlab.train import train_step
+from attnlab.training.loop import train_step
 from train_until import train_until
 
 TARGET = 0.999

@@ -3,11 +3,11 @@ benchmarks (bench_training.py, bench_time_to_accuracy.py) make."""
 
 from __future__ import annotations
 
-from attnlab.config import ExperimentConfig
-from attnlab.data import Splits, encode_examples
-from attnlab.evaluate import decode_texts, exact_match
+from attnlab.lab.config import ExperimentConfig
+from attnlab.data.splits import Splits, encode_examples
+from attnlab.evaluation.metrics import decode_texts, exact_match
 from attnlab.plugins import Example
-from attnlab.train import train
+from attnlab.training.loop import train
 
 
 class _Reached(Exception):

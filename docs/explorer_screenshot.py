@@ -1,6 +1,6 @@
 """Screenshot of an attention explorer page (attention/explorer.html of a run) in headless Chromium.
 
-Rebuilds the page from the document it carries (attnlab.explorer, so the picture shows this
+Rebuilds the page from the document it carries (attnlab.viz.explorer, so the picture shows this
 version's page), opens it at 1280 CSS pixels wide, chooses the first example (the wrong one, when there is
 one), shows its first head when the model has several views, hovers an output character that has
 a gold source, and writes the whole page as a 256-colour PNG.
@@ -21,7 +21,7 @@ from pathlib import Path
 from PIL import Image
 from playwright.sync_api import sync_playwright
 
-from attnlab.explorer import write_explorer
+from attnlab.viz.explorer import write_explorer
 
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
         "--disable-component-update", "--disable-sync"]  # fmt: skip

@@ -9,7 +9,7 @@ serves text), ``tasks`` (thin Prefect tasks), ``train_flow``, ``sweep_flow`` and
 (the wiring), ``servers`` and ``prefect_server`` (server processes), ``cli`` (the ``attnlab``
 command; ``train_cli``, ``predict_cli``, ``plugins_cli``, ``sweep_cli`` and ``service_cli`` add
 its commands; ``cli_support`` what they share). Decisions and pure logic live in the core
-library (``attnlab.promotion``, ``attnlab.benchmark``, ``attnlab.config_sources``, ...).
+library (``attnlab.ops.promotion``, ``attnlab.evaluation.benchmark``, ``attnlab.lab.config_sources``, ...).
 
 Importing this package turns Prefect's and MLflow's telemetry (and MLflow's run links on stdout)
 off and bounds MLflow's HTTP retries unless the user already set the variables

@@ -1,15 +1,15 @@
 """The Python API's tracked path: train from a notebook or script exactly as ``attnlab train``
 does, so the run shows up in the MLflow UI with everything the command logs.
 
-:func:`attnlab.experiment.run_experiment` trains in-process and logs nothing; opt in to tracking by
+:func:`attnlab.training.experiment.run_experiment` trains in-process and logs nothing; opt in to tracking by
 calling :func:`train` instead::
 
-    from attnlab.config import ExperimentConfig
+    from attnlab.lab.config import ExperimentConfig
     from attnlab.flows.api import load_run_model, train
 
     summary = train(ExperimentConfig(scorer="additive"))   # the train flow, as the CLI runs it
     print(summary["run_id"], summary["metrics"]["test_exact_match"])
-    config, task, model = load_run_model(summary["run_id"])  # then attnlab.predict.predict(model, task, [...])
+    config, task, model = load_run_model(summary["run_id"])  # then attnlab.model.predict.predict(model, task, [...])
 
 The store is the CLI's (``MLFLOW_TRACKING_URI``, else ``ATTNLAB_MLFLOW_DIR`` or ``./mlflow``);
 without ``PREFECT_API_URL`` the first call starts Prefect's temporary server, owned by this
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnlab.config import ExperimentConfig
+from attnlab.lab.config import ExperimentConfig
 
 
 def train(
@@ -39,12 +39,12 @@ def train(
 
     ``fields`` override fields of ``config`` (default: the defaults), validated like the CLI's
     ``-o``. Mistakes (an unknown plugin, a bad value, an unreachable store) raise
-    :class:`attnlab.errors.UserError` or pydantic's ValidationError before anything starts.
+    :class:`attnlab.lab.errors.UserError` or pydantic's ValidationError before anything starts.
     """
-    from attnlab.flows.cli_support import check_config
-    from attnlab.flows.prefect_server import start_in_background
-    from attnlab.flows.store import check_store, resolve_store
-    from attnlab.flows.train_cli import check_start
+    from attnlab.flows.cli.support import check_config
+    from attnlab.flows.services.prefect_server import start_in_background
+    from attnlab.flows.tracking.store import check_store, resolve_store
+    from attnlab.flows.cli.train import check_start
 
     base = config or ExperimentConfig()
     if fields:
@@ -69,9 +69,9 @@ def train(
 def load_run_model(run_id: str):
     """(config, task plugin, Seq2Seq) of the model logged by run ``run_id`` (``runs:/<id>/model``),
     loaded as ``attnlab predict`` loads an MLflow model: from the store checked for reading,
-    through :func:`attnlab.flows.model_registry.load_pyfunc` (which refuses foreign model code)."""
-    from attnlab.flows.model_registry import load_pyfunc
-    from attnlab.flows.store import check_store, resolve_store, use_store
+    through :func:`attnlab.flows.tracking.registry.load_pyfunc` (which refuses foreign model code)."""
+    from attnlab.flows.tracking.registry import load_pyfunc
+    from attnlab.flows.tracking.store import check_store, resolve_store, use_store
 
     store = resolve_store()
     check_store(store, writable=False)

@@ -3,7 +3,7 @@
 Input: a DataFrame with a ``source`` column of raw strings (or a list of strings); output: the
 predicted strings, one per row. Parameter ``beam_size`` (MLflow ``params``; default 1, greedy
 decoding): decode by beam search with that many beams. The model's one artifact is an attnlab
-bundle folder (:mod:`attnlab.bundle`), so ``mlflow.pyfunc.load_model(...).predict`` and ``mlflow models serve``
+bundle folder (:mod:`attnlab.model.bundle`), so ``mlflow.pyfunc.load_model(...).predict`` and ``mlflow models serve``
 work on text, and :meth:`AttnlabModel.predictions` gives the attention behind each output.
 
 Loading an MLflow model runs its code: :func:`model_code_problem` tells, before loading, whether
@@ -80,7 +80,7 @@ def signature():
 
 def beam_size_param(params: dict[str, Any] | None) -> int:
     """The ``beam_size`` of a request's params (1 when not given); ValueError naming a bad one."""
-    from attnlab.predict_inputs import parse_beam_size
+    from attnlab.lab.predict_inputs import parse_beam_size
 
     return parse_beam_size((params or {}).get("beam_size", 1), "beam_size")
 
@@ -117,7 +117,7 @@ class RefusedInput(MlflowException):
     """
 
     def __init__(self, reason: str) -> None:
-        from attnlab.serving import one_sentence
+        from attnlab.lab.serving import one_sentence
 
         super().__init__(one_sentence(reason), error_code=INVALID_PARAMETER_VALUE)
 
@@ -135,17 +135,17 @@ class AttnlabModel(mlflow.pyfunc.PythonModel):
     """Loads the bundle once; ``predict`` decodes in batches, greedily or by beam search (param
     ``beam_size``).
 
-    A request of more than :data:`attnlab.serving.MAX_ROWS` rows, or an input the model's task
+    A request of more than :data:`attnlab.lab.serving.MAX_ROWS` rows, or an input the model's task
     refuses (:meth:`attnlab.plugins.Task.check_source`: a date that does not exist, a text longer
     than the task's sources, foreign characters), raises :class:`RefusedInput`, which MLflow's
     scoring server answers with HTTP 400 and the one-sentence reason, without a stack trace; so is
-    a ``beam_size`` param outside 1..:data:`attnlab.config.MAX_BEAM`.
+    a ``beam_size`` param outside 1..:data:`attnlab.lab.config.MAX_BEAM`.
     """
 
     def load_context(self, context) -> None:
-        from attnlab.bundle import load_bundle
-        from attnlab.model import build_task
-        from attnlab.predict import source_limit
+        from attnlab.model.bundle import load_bundle
+        from attnlab.model.assembly import build_task
+        from attnlab.model.predict import source_limit
 
         self.config, self.task, self.model = load_bundle(Path(context.artifacts[BUNDLE]))
         self.test_task = build_task(self.config, split="test") if self.config.test_task_options else None
@@ -154,7 +154,7 @@ class AttnlabModel(mlflow.pyfunc.PythonModel):
     def check(self, texts: list[str]) -> None:
         """Raise ValueError naming the first of ``texts`` the model cannot take (one longer than
         its task's sources included: decoding it would run for minutes)."""
-        from attnlab.predict import check_sources
+        from attnlab.model.predict import check_sources
 
         check_sources(texts, self.task, self.model, self.longest, getattr(self, "test_task", None))
 
@@ -162,7 +162,7 @@ class AttnlabModel(mlflow.pyfunc.PythonModel):
         """attnlab Predictions (output, tokens, attention weights) for ``texts``, greedy or by beam
         search with ``beam_size`` beams (no weights then); raises ValueError naming the first input
         the model cannot take (see :meth:`check`)."""
-        from attnlab.predict import predict
+        from attnlab.model.predict import predict
 
         self.check(texts)
         test_task = getattr(self, "test_task", None)
@@ -172,7 +172,7 @@ class AttnlabModel(mlflow.pyfunc.PythonModel):
         return results
 
     def predict(self, context, model_input: pd.DataFrame, params: dict[str, Any] | None = None) -> list[str]:
-        from attnlab.serving import rows_problem
+        from attnlab.lab.serving import rows_problem
 
         try:
             texts = source_texts(model_input)

@@ -6,9 +6,9 @@ the challenger's training run (the ``attnlab-train`` subflow) is its child. The 
 or FAILED/KILLED with ``attnlab.error``; any failure before the decision leaves the alias where it
 was, and the Prefect flow run ends Failed with the reason. A served deployment keeps serving.
 
-The decision is the one every command makes (:mod:`attnlab.flows.promotion`, under the same
+The decision is the one every command makes (:mod:`attnlab.flows.tracking.promote`, under the same
 per-model lock), recorded as ``promotion.*`` tags on the retrain run and the challenger's version. Then, under that
-lock, versions beyond the newest ``keep`` are pruned (:mod:`attnlab.flows.retention`).
+lock, versions beyond the newest ``keep`` are pruned (:mod:`attnlab.flows.tracking.prune`).
 
 No ``from __future__ import annotations`` here: ``flow.serve`` pickles the flow function by value
 into each run's process, and string annotations would then name types its globals lack.
@@ -26,15 +26,20 @@ from mlflow.entities import Param
 from prefect import flow, get_run_logger, task
 from prefect.runtime import flow_run
 
-from attnlab.benchmark import DEFAULT_SIZE
-from attnlab.config import ExperimentConfig
-from attnlab.flows import model_registry, promotion, retention, store, tasks, tracking
-from attnlab.flows.benchmark_store import Benchmark
+from attnlab.evaluation.benchmark import DEFAULT_SIZE
+from attnlab.lab.config import ExperimentConfig
+from attnlab.flows.tracking import registry as model_registry
+from attnlab.flows.tracking import promote as promotion
+from attnlab.flows.tracking import prune as retention
+from attnlab.flows.tracking import store
+from attnlab.flows import steps as tasks
+from attnlab.flows.tracking import runs as tracking
+from attnlab.flows.tracking.benchmark_store import Benchmark
 from attnlab.flows.flow_runs import ending_status, flow_run_tags
-from attnlab.flows.promotion_lock import promotion_lock
-from attnlab.promotion import check_margin
-from attnlab.retention import DEFAULT_KEEP, check_keep
-from attnlab.threads import thread_share
+from attnlab.flows.tracking.promotion_lock import promotion_lock
+from attnlab.ops.promotion import check_margin
+from attnlab.ops.retention import DEFAULT_KEEP, check_keep
+from attnlab.training.threads import thread_share
 
 #: Benchmark examples drawn by a model's first promotion (later ones reuse that set).
 BENCHMARK_SIZE = DEFAULT_SIZE
@@ -117,7 +122,7 @@ def retrain_flow(
     model has no benchmark yet. ``experiment`` defaults to ``attnlab-<task>``.
     ``concurrent_runs``: how many runs of the deployment may run at once on this machine; the run
     takes that share of its cores for torch's threads. ``keep``: versions of the registered model
-    kept after the promotion (see :mod:`attnlab.retention`; at least 2).
+    kept after the promotion (see :mod:`attnlab.ops.retention`; at least 2).
     """
     from attnlab.flows.train_flow import dataset, train_flow  # by import, also in a served run's process
 

@@ -23,18 +23,19 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, Param
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
-from attnlab.compare import Grid, comparison_table, format_table, grid_configs, run_rows
-from attnlab.compare_plots import accuracy_by_length, attention_side_by_side, learning_curves
-from attnlab.config import ExperimentConfig
-from attnlab.datasets import load_splits
-from attnlab.examples import gold_alignments, pick_probe
-from attnlab.explorer import write_explorer
-from attnlab.explorer_data import model_entry, sweep_document, sweep_examples, sweep_note
-from attnlab.flows import store, tracking
+from attnlab.evaluation.compare import Grid, comparison_table, format_table, grid_configs, run_rows
+from attnlab.viz.compare_plots import accuracy_by_length, attention_side_by_side, learning_curves
+from attnlab.lab.config import ExperimentConfig
+from attnlab.data.datasets import load_splits
+from attnlab.data.examples import gold_alignments, pick_probe
+from attnlab.viz.explorer import write_explorer
+from attnlab.viz.explorer_data import model_entry, sweep_document, sweep_examples, sweep_note
+from attnlab.flows.tracking import store
+from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.flow_runs import ending_status, flow_run_tags, is_interrupt
-from attnlab.flows.sweep_attempts import child_runs, settle_children
+from attnlab.flows.tracking.sweep_reruns import child_runs, settle_children
 from attnlab.flows.train_flow import dataset
-from attnlab.plots import save_figure
+from attnlab.viz.heatmaps import save_figure
 
 #: One line per finished combination goes to this logger.
 progress = logging.getLogger("attnlab.sweep")
@@ -216,7 +217,7 @@ def _log_explorer(
 ) -> list[str]:
     """The parent run's explorer page, ``attention/explorer.html`` (one per task when several:
     ``explorer_<task>.html``): every finished run on the task's ``shared`` examples (see
-    :func:`attnlab.explorer_data.sweep_document`), drawn from the data of ``data_seeds[task]``;
+    :func:`attnlab.viz.explorer_data.sweep_document`), drawn from the data of ``data_seeds[task]``;
     ``seeds``: how many seeds the sweep ran. The artifact paths written."""
     title = f"attnlab {client.get_run(parent_run_id).info.run_name}"
     tasks = list(dict.fromkeys(r["task"] for r in results))

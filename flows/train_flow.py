@@ -3,11 +3,11 @@
 One MLflow run per flow run. The run ends FINISHED, FAILED (an error) or KILLED (Ctrl-C or a
 termination signal) and keeps what it logged; when interrupted it also gets the last checkpoint
 as an artifact. When the tracking server is lost the run cannot be ended: the flow stops with
-:class:`~attnlab.flows.errors.TrackingLost` (one line naming the server and where the last
+:class:`~attnlab.flows.tracking.errors.TrackingLost` (one line naming the server and where the last
 checkpoint is kept on local disk), and the next train flow against that store ends the run
 FAILED, as it ends every run left RUNNING by a process that is gone (SIGKILL, a crash). The
 champion alias moves only after a successful run, and only by the one promotion rule
-(:mod:`attnlab.promotion`): challenger and champion scored on the registered model's benchmark
+(:mod:`attnlab.ops.promotion`): challenger and champion scored on the registered model's benchmark
 set.
 """
 
@@ -26,16 +26,21 @@ from typing import Any, Iterator
 from mlflow import MlflowClient
 from prefect import flow
 
-from attnlab.benchmark import DEFAULT_SIZE
-from attnlab.config import ExperimentConfig
-from attnlab.datasets import data_spec
-from attnlab.examples import EXAMPLE_PLOTS, pick_examples
-from attnlab.faults import Surroundings, diagnose, fault_line
-from attnlab.flows import model_registry, prefect_watch, promotion, store, tasks, tracking
-from attnlab.flows.errors import RunFault, TrackingLost
+from attnlab.evaluation.benchmark import DEFAULT_SIZE
+from attnlab.lab.config import ExperimentConfig
+from attnlab.data.datasets import data_spec
+from attnlab.data.examples import EXAMPLE_PLOTS, pick_examples
+from attnlab.ops.faults import Surroundings, diagnose, fault_line
+from attnlab.flows.tracking import registry as model_registry
+from attnlab.flows.services import prefect_watch
+from attnlab.flows.tracking import promote as promotion
+from attnlab.flows.tracking import store
+from attnlab.flows import steps as tasks
+from attnlab.flows.tracking import runs as tracking
+from attnlab.flows.tracking.errors import RunFault, TrackingLost
 from attnlab.flows.flow_runs import ending_status, flow_run_tags, is_interrupt
 from attnlab.plugins import describe_plugins
-from attnlab.timing import Stopwatch
+from attnlab.training.timing import Stopwatch
 
 
 @contextmanager
@@ -82,15 +87,15 @@ def train_flow(
     champion on the registered model's benchmark (``benchmark_size`` examples drawn by the first
     promotion) and gives it the alias when it wins by more than ``margin``. ``parent_run_id``
     makes the run a child of that MLflow run, which then holds its data splits (once per distinct
-    data set, see :func:`attnlab.flows.tracking.log_dataset`). ``probe`` is a ``[source, target]``
+    data set, see :func:`attnlab.flows.tracking.runs.log_dataset`). ``probe`` is a ``[source, target]``
     pair plotted first, its attention returned as ``probe``; ``probe_gold`` its gold alignment, for
     a probe that is not in this run's test split (a sweep draws one probe from one seed's data).
-    ``compare`` are sources whose explorer examples (:func:`attnlab.explorer_data.model_views`) the
+    ``compare`` are sources whose explorer examples (:func:`attnlab.viz.explorer_data.model_views`) the
     summary returns as ``compared`` (a sweep's parent page shows every run on the same inputs).
     ``command`` names the promoting command in the decision's records. ``log_model=False`` (a sweep run by default) logs no model unless it is
     registered: the run keeps its metrics, tables and figures; ``model.uri`` is then None.
     ``example_plots=False`` (a sweep run by default) draws the probe's heatmap only, not those of
-    the test examples picked by :func:`attnlab.examples.pick_examples` (``explorer.html`` shows
+    the test examples picked by :func:`attnlab.data.examples.pick_examples` (``explorer.html`` shows
     every test example's attention either way).
     """
     experiment = experiment or tracking.experiment_name(config.task)
@@ -159,7 +164,7 @@ def end_stale_runs() -> None:
 
 
 def surroundings(where: store.Store, workdir: Path, checkpoint: Path, artifacts: tuple[int, int] | None) -> Surroundings:
-    """What :func:`attnlab.faults.diagnose` needs to know of a run that stopped: the free space of
+    """What :func:`attnlab.ops.faults.diagnose` needs to know of a run that stopped: the free space of
     the folders it writes to, whether the store's artifacts folder (``artifacts``: its identity
     when the run started) was deleted since, whether Prefect's server was lost."""
     folders = [workdir, checkpoint.parent, *([where.folder] if where.embedded else [])]

@@ -4,7 +4,7 @@ Base classes (``Attention``, ``Encoder``, ``Decoder``, ``Task``) and what they h
 the helpers a plugin needs (``masked_softmax``, ``dot_scores``, ``weighted_sum``, the option
 validators ``require_positive_int`` and ``require_probability``); the reserved token ids
 (``PAD_ID`` ...); the registry; and ``PluginContractError``, raised when a plugin breaks its
-contract (see ``attnlab.testing`` to check a plugin from its own tests).
+contract (see ``attnlab.plugins.testing`` to check a plugin from its own tests).
 """
 
 from importlib import import_module
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from attnlab.plugins.decoder import AttentionFactory, Decoder, DecoderOutput, State
     from attnlab.plugins.encoder import Encoder, EncoderOutput
     from attnlab.plugins.options import require_positive_int, require_probability
-    from attnlab.plugins.probe import PluginContractError
+    from attnlab.plugins._probe import PluginContractError
     from attnlab.plugins.registry import (
         GROUPS,
         PluginError,
@@ -35,7 +35,7 @@ _WHERE = {
     **dict.fromkeys(("AttentionFactory", "Decoder", "DecoderOutput", "State"), "decoder"),
     **dict.fromkeys(("Encoder", "EncoderOutput"), "encoder"),
     **dict.fromkeys(("require_positive_int", "require_probability"), "options"),
-    "PluginContractError": "probe",
+    "PluginContractError": "_probe",
     **dict.fromkeys(
         ("GROUPS", "PluginError", "PluginInfo", "create_plugin", "describe_plugins", "list_plugins", "load_plugin"),
         "registry",

@@ -57,7 +57,7 @@ What a scorer author needs to know:
   :meth:`Attention.context_only` (the context alone, for training) and :meth:`Attention.dot_scale`.
 - **Checks**: every model built probes its scorer once on a tiny batch and stops with a
   one-line error naming the plugin if it breaks any of the above; ``attnlab plugins --check``
-  does it for every installed scorer, and ``attnlab.testing.check_scorer(CosineAttention)`` from
+  does it for every installed scorer, and ``attnlab.plugins.testing.check_scorer(CosineAttention)`` from
   the plugin's own tests (it also checks that gradients reach every parameter).
 """
 

@@ -23,7 +23,7 @@ A decoder plugin subclasses :class:`Decoder` and is registered under ``attnlab.d
   default None; the attention explorer shows one view per layer); ``weights`` stays the weights
   the decoder reports as its own (the built-in transformer: those of its last layer).
 - **Checks**: every model built probes its decoder over the encoder's probe output;
-  ``attnlab plugins --check`` and ``attnlab.testing.check_decoder(MyDecoder)`` run the same checks
+  ``attnlab plugins --check`` and ``attnlab.plugins.testing.check_decoder(MyDecoder)`` run the same checks
   (with the ``general`` scorer and with ``none``).
 """
 

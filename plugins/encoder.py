@@ -22,7 +22,7 @@ An encoder plugin subclasses :class:`Encoder` and is registered under ``attnlab.
   attribute ``max_length``; the model reports it as ``max_source_length`` and refuses longer
   inputs before encoding.
 - **Checks**: every model built probes its encoder once on three padded sources;
-  ``attnlab plugins --check`` and ``attnlab.testing.check_encoder(MyEncoder)`` run the same checks.
+  ``attnlab plugins --check`` and ``attnlab.plugins.testing.check_encoder(MyEncoder)`` run the same checks.
 """
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ def option_specs(cls: type) -> list[dict[str, object]]:
     annotation as written (``"int | None"``), else the default's type name, else ``""``; an option
     without a default has ``default`` :data:`REQUIRED`.
 
-    >>> from attnlab.plugins.scorers import MultiHeadAttention
+    >>> from attnlab.plugins.builtin.scorers import MultiHeadAttention
     >>> [(o["name"], o["default"], o["type"]) for o in option_specs(MultiHeadAttention)]
     [('heads', 4, 'int'), ('model_dim', None, 'int | None'), ('dropout', 0.0, 'float')]
     """

@@ -27,7 +27,7 @@ A task plugin subclasses :class:`Task` and is registered under ``attnlab.tasks``
   ``attnlab predict`` and the served model refuse such inputs (exit 2 / HTTP 400) before decoding;
   every source ``sample`` draws must pass it (the checks below try it).
 - **Checks**: every model built probes its task (20 examples); ``attnlab plugins --check`` and
-  ``attnlab.testing.check_task(MyTask)`` run the same checks.
+  ``attnlab.plugins.testing.check_task(MyTask)`` run the same checks.
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ import pytest
 import torch
 from matplotlib.colors import to_rgba
 
-from attnlab.alignment import AlignmentTally, alignment_metrics, modal_offset, nearest_offset
-from attnlab.alignment_plots import MODE_COLOUR, offset_chart, training_chart
+from attnlab.evaluation.alignment import AlignmentTally, alignment_metrics, modal_offset, nearest_offset
+from attnlab.viz.alignment_plots import MODE_COLOUR, offset_chart, training_chart
 
 
 def rows(*argmax: int, width: int = 8) -> np.ndarray:

@@ -3,8 +3,8 @@ read back unchanged."""
 
 from __future__ import annotations
 
-from attnlab.benchmark import draw_benchmark, from_json, to_json
-from attnlab.config import ExperimentConfig
+from attnlab.evaluation.benchmark import draw_benchmark, from_json, to_json
+from attnlab.lab.config import ExperimentConfig
 
 
 def test_the_same_seed_draws_the_same_benchmark_and_another_seed_another():

@@ -9,13 +9,13 @@ import time
 
 import pytest
 
-from attnlab.config import MAX_WIDTH, ExperimentConfig, device_problem
-from attnlab.errors import UserError
-from attnlab.model import build_model, build_task
-from attnlab.names import check_name
-from attnlab.plugins.tasks import MAX_REVERSE_LENGTH, ReverseTask
-from attnlab.predict import check_sources, predict, source_limit
-from attnlab.train import DIVERGENCE_FACTOR, TrainingDiverged, divergence
+from attnlab.lab.config import MAX_WIDTH, ExperimentConfig, device_problem
+from attnlab.lab.errors import UserError
+from attnlab.model.assembly import build_model, build_task
+from attnlab.lab.names import check_name
+from attnlab.plugins.builtin.tasks import MAX_REVERSE_LENGTH, ReverseTask
+from attnlab.model.predict import check_sources, predict, source_limit
+from attnlab.training.loop import DIVERGENCE_FACTOR, TrainingDiverged, divergence
 
 TINY = dict(hidden_size=8, embedding_dim=8)
 
@@ -98,8 +98,8 @@ def test_divergence_rule(loss, first, diverged):
 
 def test_a_loss_that_explodes_without_nan_stops_training():
     """The real run of the issue, tiny: learning rate 1e30 gave losses near 1e32, never NaN."""
-    from attnlab.data import encode_examples, make_splits
-    from attnlab.train import train
+    from attnlab.data.splits import encode_examples, make_splits
+    from attnlab.training.loop import train
 
     config = ExperimentConfig(**TINY, learning_rate=1e30, epochs=2, batch_size=16)
     task = build_task(config)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from attnlab.compare_plots import UNSEEN_LABEL, accuracy_by_length, learning_curves
+from attnlab.viz.compare_plots import UNSEEN_LABEL, accuracy_by_length, learning_curves
 
 
 def _summary(points: list[tuple[int, float]]) -> dict:

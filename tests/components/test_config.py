@@ -6,8 +6,8 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from attnlab.config import ExperimentConfig
-from attnlab.model import build_model, build_task
+from attnlab.lab.config import ExperimentConfig
+from attnlab.model.assembly import build_model, build_task
 from attnlab.plugins import PluginError
 
 

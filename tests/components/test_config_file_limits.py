@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from attnlab.config_sources import MAX_CONFIG_BYTES, build_config
-from attnlab.errors import UserError
+from attnlab.lab.config_sources import MAX_CONFIG_BYTES, build_config
+from attnlab.lab.errors import UserError
 from attnlab.plugins.options import reject_unknown
 
 
@@ -47,7 +47,7 @@ def test_one_unknown_key_keeps_its_wording(tmp_path):
 
 
 def test_many_unknown_plugin_options_are_named_three_at_a_time():
-    from attnlab.plugins.scorers import ScaledDotAttention
+    from attnlab.plugins.builtin.scorers import ScaledDotAttention
 
     with pytest.raises(ValueError) as caught:
         reject_unknown(ScaledDotAttention, {f"o{i:05d}": i for i in range(50_000)}, ("query_dim", "key_dim"))

@@ -1,4 +1,4 @@
-"""A damaged bundle folder is refused by :func:`attnlab.bundle.load_bundle` in one sentence
+"""A damaged bundle folder is refused by :func:`attnlab.model.bundle.load_bundle` in one sentence
 naming the file at fault: missing, not JSON, not a config or vocabulary, or a config or
 vocabulary that does not match the weights (which one, and how)."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from attnlab.bundle import DamagedBundle, load_bundle, read_bundle, save_bundle
-from attnlab.config import ExperimentConfig
-from attnlab.model import build_model, build_task
+from attnlab.model.bundle import DamagedBundle, load_bundle, read_bundle, save_bundle
+from attnlab.lab.config import ExperimentConfig
+from attnlab.model.assembly import build_model, build_task
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +111,7 @@ def test_read_bundle_checks_the_json_files_without_torch(bundle, tmp_path):
 
     (bundle / "vocab.json").write_text("{not json")
     script = (
-        "import sys\nfrom attnlab.bundle import DamagedBundle, read_bundle\n"
+        "import sys\nfrom attnlab.model.bundle import DamagedBundle, read_bundle\n"
         f"try:\n    read_bundle({str(bundle)!r})\nexcept DamagedBundle as exc:\n    print(exc)\n"
         "print('torch' in sys.modules)\n"
     )

@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 import torch
 
-from attnlab.config import ExperimentConfig
-from attnlab.data import encode_examples
-from attnlab.decode import beam_search, greedy_decode
-from attnlab.evaluate import AttentionTally, char_accuracy, evaluate, exact_match, length_buckets, per_length_table
-from attnlab.experiment import run_experiment
+from attnlab.lab.config import ExperimentConfig
+from attnlab.data.splits import encode_examples
+from attnlab.model.decode import beam_search, greedy_decode
+from attnlab.evaluation.metrics import AttentionTally, char_accuracy, evaluate, exact_match, length_buckets, per_length_table
+from attnlab.training.experiment import run_experiment
 from attnlab.plugins import Example
 
 
@@ -94,7 +94,7 @@ def test_beam_search_is_at_least_as_likely_as_greedy(trained):
     assert [model.tgt_vocab.decode(r) for r in beam1.tolist()] == [model.tgt_vocab.decode(r) for r in greedy.tolist()]
 
     def log_prob(tokens):
-        from attnlab.vocab import SOS
+        from attnlab.data.vocab import SOS
         tgt_in = torch.cat([torch.full((tokens.shape[0], 1), SOS), tokens[:, :-1]], dim=1)
         logp = model(data.src, data.src_mask, tgt_in).logits.log_softmax(-1)
         picked = logp.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
@@ -112,9 +112,9 @@ def test_beam_search_is_at_least_as_likely_as_greedy(trained):
 
 def test_the_promotion_score_is_the_evaluation_exact_match():
     """A promotion decodes only; its score must be the exact match the full evaluation reports."""
-    from attnlab.config import ExperimentConfig
-    from attnlab.evaluate import evaluate, score_exact_match
-    from attnlab.experiment import run_experiment
+    from attnlab.lab.config import ExperimentConfig
+    from attnlab.evaluation.metrics import evaluate, score_exact_match
+    from attnlab.training.experiment import run_experiment
 
     result = run_experiment(ExperimentConfig(train_size=300, validation_size=30, test_size=60, hidden_size=16, embedding_dim=8, epochs=2))
     full = evaluate(result.model, result.splits.test).metrics["exact_match"]

@@ -1,6 +1,6 @@
-"""Tests for attnlab.examples.gold_alignments: the gold of the examples a run plots."""
+"""Tests for attnlab.data.examples.gold_alignments: the gold of the examples a run plots."""
 
-from attnlab.examples import gold_alignments
+from attnlab.data.examples import gold_alignments
 from attnlab.plugins import Example
 
 EXAMPLES = [

@@ -11,10 +11,10 @@ import random
 import pytest
 import torch
 
-from attnlab.config import ExperimentConfig
-from attnlab.data import make_splits
-from attnlab.experiment import train_model
-from attnlab.explorer_data import (
+from attnlab.lab.config import ExperimentConfig
+from attnlab.data.splits import make_splits
+from attnlab.training.experiment import train_model
+from attnlab.viz.explorer_data import (
     SnapshotRecorder,
     first_epoch_steps,
     opening_model,
@@ -26,10 +26,10 @@ from attnlab.explorer_data import (
     sweep_document,
     views_of,
 )
-from attnlab.model import build_model, build_task
+from attnlab.model.assembly import build_model, build_task
 from attnlab.plugins import Example
-from attnlab.predict import predict
-from attnlab.progress import StepProgress
+from attnlab.model.predict import predict
+from attnlab.training.progress import StepProgress
 
 TINY = dict(hidden_size=16, embedding_dim=8)
 DATES = ["25-12-2023", "01-02-2003", "07-08-2009"]
@@ -189,7 +189,7 @@ def test_recording_keeps_the_model_mode():
 
 
 def test_documents_are_json_and_pass_the_page_checks():
-    explorer = pytest.importorskip("attnlab.explorer")
+    explorer = pytest.importorskip("attnlab.viz.explorer")
     config, task, model = tiny(scorer="multihead", scorer_options={"heads": 2})
     recorder = SnapshotRecorder(examples(task, 3))
     recorder.watch(model)
@@ -223,12 +223,12 @@ def test_a_sweep_page_shows_every_model_on_the_same_inputs_most_missed_first():
     assert [e["correct"] for e in document["models"][1]["examples"]] == [False] * 4
     with pytest.raises(ValueError, match="other sources"):
         sweep_document("attnlab sweep", models, tests[:3])
-    explorer = pytest.importorskip("attnlab.explorer")
+    explorer = pytest.importorskip("attnlab.viz.explorer")
     explorer.explorer_html(document)
 
 
 def test_given_verdicts_spare_the_decoding_and_a_budget_cuts_the_examples(monkeypatch):
-    from attnlab import explorer_data
+    from attnlab.viz import explorer_data
 
     _, task, model = tiny()
     tests = crafted(task, model, 8, right={0, 2, 5, 6})
@@ -248,7 +248,7 @@ def test_given_verdicts_spare_the_decoding_and_a_budget_cuts_the_examples(monkey
 
 
 def test_within_budget_keeps_the_leading_items_that_fit_and_at_least_one():
-    from attnlab.explorer_data import within_budget
+    from attnlab.viz.explorer_data import within_budget
 
     assert within_budget([10, 10, 10], 25) == 2
     assert within_budget([10, 10, 10], 30) == 3
@@ -259,7 +259,7 @@ def test_within_budget_keeps_the_leading_items_that_fit_and_at_least_one():
 def test_a_page_of_the_largest_default_sized_model_stays_under_one_megabyte():
     """Four heads and two layers (seven views) of an untrained model, whose outputs run to the
     step limit: the weight budget cuts the examples before the page reaches 1 MB."""
-    explorer = pytest.importorskip("attnlab.explorer")
+    explorer = pytest.importorskip("attnlab.viz.explorer")
     config, task, model = tiny(scorer="multihead", decoder="transformer", hidden_size=32)
     tests = examples(task, 200)
     shown, note = run_examples(model, tests, correct=[False] * 200)
@@ -270,7 +270,7 @@ def test_a_page_of_the_largest_default_sized_model_stays_under_one_megabyte():
 
 
 def test_layer_weights_of_the_wrong_shape_are_refused_by_name():
-    from attnlab.explorer_data import _views
+    from attnlab.viz.explorer_data import _views
 
     weights = torch.full((2, 3, 4), 0.25)
     layers = torch.stack([weights, weights], dim=1)
@@ -315,7 +315,7 @@ def test_the_recorder_records_before_training_at_its_steps_in_the_first_epoch_an
 
 
 def test_the_curve_measures_greedy_exact_match_and_teacher_forced_alignment():
-    from attnlab.evaluate import evaluate
+    from attnlab.evaluation.metrics import evaluate
 
     _, task, model = tiny()
     measured = examples(task, 6, seed=70)
@@ -393,7 +393,7 @@ def test_models_without_a_score_come_last_and_without_attention_the_first_opens(
 
 
 def test_a_sweep_page_says_which_model_it_opens_on():
-    explorer = pytest.importorskip("attnlab.explorer")
+    explorer = pytest.importorskip("attnlab.viz.explorer")
     _, task, first = tiny(scorer="none")
     _, _, second = tiny(scorer="additive")
     tests = examples(task, 2)

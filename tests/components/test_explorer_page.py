@@ -1,4 +1,4 @@
-"""The attention explorer's page builder (attnlab.explorer): checks, escaping, rounding, size.
+"""The attention explorer's page builder (attnlab.viz.explorer): checks, escaping, rounding, size.
 Its behaviour in a browser: tests/flows/test_explorer_browser.py."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from attnlab.explorer import WEIGHT_DECIMALS, compact_document, document_characters, embed_json, explorer_html, write_explorer
+from attnlab.viz.explorer import WEIGHT_DECIMALS, compact_document, document_characters, embed_json, explorer_html, write_explorer
 from explorer_documents import date_document
 
 DATA = re.compile(r'<script type="application/json" id="explorer-data">(.*?)</script>', re.S)
@@ -200,7 +200,7 @@ def test_a_bad_document_is_refused_naming_the_field(document, change, message):
 
 
 def test_the_module_imports_no_torch():
-    code = "import sys, attnlab.explorer; print(sorted(m for m in ('torch', 'numpy', 'mlflow', 'prefect') if m in sys.modules))"
+    code = "import sys, attnlab.viz.explorer; print(sorted(m for m in ('torch', 'numpy', 'mlflow', 'prefect') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 

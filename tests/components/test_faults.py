@@ -5,7 +5,7 @@ from __future__ import annotations
 import errno
 import sqlite3
 
-from attnlab.faults import LOW_SPACE_BYTES, Surroundings, causes, diagnose, fault_line, out_of_space
+from attnlab.ops.faults import LOW_SPACE_BYTES, Surroundings, causes, diagnose, fault_line, out_of_space
 
 PLENTY = 10 * 2**30
 

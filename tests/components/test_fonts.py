@@ -1,4 +1,4 @@
-"""attnlab.fonts: the bundled CJK font, the characters a page embeds, the subset and its @font-face.
+"""attnlab.viz.fonts: the bundled CJK font, the characters a page embeds, the subset and its @font-face.
 The page's use of them: tests/components/test_explorer_page.py; in a browser:
 tests/flows/test_explorer_browser.py."""
 
@@ -11,7 +11,7 @@ import re
 import pytest
 from fontTools.ttLib import TTFont
 
-from attnlab.fonts import EMBEDDED_FAMILY, bundled_cjk_font, embedded_characters, font_face_css, subset_font
+from attnlab.viz.fonts import EMBEDDED_FAMILY, bundled_cjk_font, embedded_characters, font_face_css, subset_font
 
 
 def cmap(font: bytes) -> set[str]:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnlab.config import ExperimentConfig
-from attnlab.experiment import run_experiment
+from attnlab.lab.config import ExperimentConfig
+from attnlab.training.experiment import run_experiment
 
 CONFIG = ExperimentConfig(
     hidden_size=16, embedding_dim=8, train_size=512, validation_size=32, test_size=64, batch_size=32,

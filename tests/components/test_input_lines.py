@@ -1,4 +1,4 @@
-"""attnlab.predict_inputs: where predict's sources come from, source lines with their numbers,
+"""attnlab.lab.predict_inputs: where predict's sources come from, source lines with their numbers,
 batches, which lines are refused, and the beam size."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import itertools
 
 import pytest
 
-from attnlab.predict_inputs import (
+from attnlab.lab.predict_inputs import (
     SourceLine,
     batches,
     choose_input,

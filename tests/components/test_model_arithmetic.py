@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnlab.config import ExperimentConfig
-from attnlab.model import build_model, build_task
+from attnlab.lab.config import ExperimentConfig
+from attnlab.model.assembly import build_model, build_task
 
 B, LT = 16, 6
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from attnlab.errors import UserError
-from attnlab.model_uri import FORMS, bundle_folder, check_model_option, check_model_uri, model_uri_problem
+from attnlab.lab.errors import UserError
+from attnlab.model.uri import FORMS, bundle_folder, check_model_option, check_model_uri, model_uri_problem
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from attnlab.errors import UserError
-from attnlab.output_paths import check_output_file, check_output_folder
+from attnlab.lab.errors import UserError
+from attnlab.lab.output_paths import check_output_file, check_output_folder
 
 
 def refusal(check, path: Path) -> str:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnlab.compare_plots import attention_side_by_side, learning_curves
-from attnlab.plots import attention_heatmap, head_heatmaps
+from attnlab.viz.compare_plots import attention_side_by_side, learning_curves
+from attnlab.viz.heatmaps import attention_heatmap, head_heatmaps
 
 
 def _summary(losses: list[float]) -> dict:

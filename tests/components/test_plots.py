@@ -1,4 +1,4 @@
-"""Tests for attnlab.plots: attention heatmaps, their argmax and gold markers, CJK tick labels and
+"""Tests for attnlab.viz.heatmaps: attention heatmaps, their argmax and gold markers, CJK tick labels and
 PNG output."""
 
 import warnings
@@ -11,9 +11,9 @@ import torch
 from matplotlib import font_manager
 from matplotlib.patches import Rectangle
 
-from attnlab.compare_plots import attention_side_by_side
-from attnlab.plots import ARGMAX_LABEL, GOLD_LABEL, attention_heatmap, cjk_font_family, head_heatmaps, save_figure
-from attnlab.run_plots import attention_by_run
+from attnlab.viz.compare_plots import attention_side_by_side
+from attnlab.viz.heatmaps import ARGMAX_LABEL, GOLD_LABEL, attention_heatmap, cjk_font_family, head_heatmaps, save_figure
+from attnlab.viz.run_plots import attention_by_run
 
 SOURCE = list("25-12-2023")
 OUTPUT = list("2023年12月25日")

@@ -1,4 +1,4 @@
-"""attnlab.predict with beam_size: beam search decodes (its outputs are beam_search's), greedy
+"""attnlab.model.predict with beam_size: beam search decodes (its outputs are beam_search's), greedy
 stays the default, and the sources are checked one by one (source_issue)."""
 
 from __future__ import annotations
@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnlab.config import ExperimentConfig
-from attnlab.decode import beam_search, default_max_length
-from attnlab.model import build_model, build_task
-from attnlab.predict import predict, source_issue
-from attnlab.vocab import pad_batch
+from attnlab.lab.config import ExperimentConfig
+from attnlab.model.decode import beam_search, default_max_length
+from attnlab.model.assembly import build_model, build_task
+from attnlab.model.predict import predict, source_issue
+from attnlab.data.vocab import pad_batch
 
 SOURCES = ["25-12-2023", "01-02-2003", "31-07-2019", "29-02-2024"]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from attnlab.bundle import load_bundle, save_bundle
-from attnlab.config import ExperimentConfig
-from attnlab.model import build_model, build_task
-from attnlab.predict import predict
+from attnlab.model.bundle import load_bundle, save_bundle
+from attnlab.lab.config import ExperimentConfig
+from attnlab.model.assembly import build_model, build_task
+from attnlab.model.predict import predict
 
 TINY = dict(hidden_size=16, embedding_dim=8)
 
@@ -66,7 +66,7 @@ def test_bundle_round_trip(tmp_path, date_model):
 
 
 def test_bundle_keeps_the_vocabularies_it_was_trained_with(tmp_path):
-    from attnlab.vocab import Vocab
+    from attnlab.data.vocab import Vocab
 
     config = ExperimentConfig(**TINY)
     task = build_task(config)

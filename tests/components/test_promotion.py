@@ -7,7 +7,7 @@ import math
 import pytest
 
 from attnlab.plugins import Example, create_plugin
-from attnlab.promotion import check_margin, decide, incomparable_reason, overlap
+from attnlab.ops.promotion import check_margin, decide, incomparable_reason, overlap
 
 NAN = float("nan")
 
@@ -79,7 +79,7 @@ def test_overlap_is_the_share_of_benchmark_keys_seen_in_training():
 
 
 def test_an_unusable_champion_keeps_the_alias_and_the_reason_says_why():
-    from attnlab.promotion import keep_unusable_champion
+    from attnlab.ops.promotion import keep_unusable_champion
 
     promoted, reason = keep_unusable_champion("its files are missing")
     assert promoted is False and reason == "champion unusable: its files are missing"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from attnlab.retention import DEFAULT_KEEP, VersionRecord, check_keep, keep_problem, previous_champion, to_prune
+from attnlab.ops.retention import DEFAULT_KEEP, VersionRecord, check_keep, keep_problem, previous_champion, to_prune
 
 
 def plain(*numbers: int) -> list[VersionRecord]:

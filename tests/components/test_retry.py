@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from attnlab.retry import backoff, retrying
+from attnlab.ops.retry import backoff, retrying
 
 
 class FakeTime:
@@ -69,7 +69,7 @@ def test_retries_stop_when_the_budget_is_spent_counting_slow_attempts():
 
 
 def test_runs_sharing_a_machine_get_an_equal_share_of_its_cores():
-    from attnlab.threads import thread_share
+    from attnlab.training.threads import thread_share
 
     assert thread_share(1, cores=8) == 8
     assert thread_share(3, cores=8) == 2

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from attnlab.predict import Prediction
-from attnlab.run_compare import comparison, differing_params, format_comparison
-from attnlab.run_listing import check_statuses, format_runs, format_stale, run_row, stale_row
-from attnlab.run_plots import attention_by_run
+from attnlab.model.predict import Prediction
+from attnlab.evaluation.run_compare import comparison, differing_params, format_comparison
+from attnlab.ops.run_listing import check_statuses, format_runs, format_stale, run_row, stale_row
+from attnlab.viz.run_plots import attention_by_run
 
 START = 1_764_565_200_000  # 2025-12-01 05:00:00 UTC, in ms
 

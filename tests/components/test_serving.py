@@ -1,6 +1,6 @@
 """The served model's row limit and the shape of its refusals."""
 
-from attnlab.serving import LONGEST_REASON, MAX_ROWS, one_sentence, rows_problem
+from attnlab.lab.serving import LONGEST_REASON, MAX_ROWS, one_sentence, rows_problem
 
 
 def test_a_request_up_to_the_limit_is_taken():

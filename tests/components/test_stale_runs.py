@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from attnlab.stale_runs import HEARTBEAT, MAX_SILENCE_SECONDS, owner_tags, process_alive, stale_reason
+from attnlab.ops.stale_runs import HEARTBEAT, MAX_SILENCE_SECONDS, owner_tags, process_alive, stale_reason
 
 NOW = 1_800_000_000.0
 

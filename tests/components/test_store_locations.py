@@ -7,7 +7,7 @@ from pathlib import PurePosixPath
 
 import pytest
 
-from attnlab.store_locations import foreign_roots, is_under, local_path, recorded_root, relocated
+from attnlab.ops.store_locations import foreign_roots, is_under, local_path, recorded_root, relocated
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from attnlab.cluster import prefect_problem, tracking_problem
-from attnlab.sweep_attempts import ATTEMPT, RERUN_OF, ChildRun, settle
+from attnlab.ops.cluster import prefect_problem, tracking_problem
+from attnlab.ops.sweep_attempts import ATTEMPT, RERUN_OF, ChildRun, settle
 
 DOT, ADDITIVE = ("date", "dot", 0), ("date", "additive", 0)
 

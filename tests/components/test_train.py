@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnlab.config import ExperimentConfig
-from attnlab.data import encode_examples
-from attnlab.experiment import prepare_data, run_experiment, train_model
-from attnlab.model import build_model
+from attnlab.lab.config import ExperimentConfig
+from attnlab.data.splits import encode_examples
+from attnlab.training.experiment import prepare_data, run_experiment, train_model
+from attnlab.model.assembly import build_model
 from attnlab.plugins import list_plugins
-from attnlab.train import TrainingDiverged, train
+from attnlab.training.loop import TrainingDiverged, train
 
 TINY = dict(hidden_size=16, embedding_dim=8, train_size=128, validation_size=32, test_size=32, batch_size=32, epochs=1)
 
@@ -134,7 +134,7 @@ def test_nan_loss_is_reported():
 
 
 def test_length_bucketed_batches_cover_every_row_once_with_similar_lengths():
-    from attnlab.train import length_bucketed_batches
+    from attnlab.training.loop import length_bucketed_batches
 
     lengths = torch.randint(5, 41, (1000,))
     batches = length_bucketed_batches(lengths, 32, torch.Generator().manual_seed(0), pool=10)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnlab.data import encode_examples, make_splits
+from attnlab.data.splits import encode_examples, make_splits
 from attnlab.plugins import create_plugin
-from attnlab.vocab import EOS, PAD, SOS, UNK, Vocab, pad_batch
+from attnlab.data.vocab import EOS, PAD, SOS, UNK, Vocab, pad_batch
 
 
 def test_vocab_round_trip_and_specials():

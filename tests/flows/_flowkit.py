@@ -26,9 +26,9 @@ def untrained_bundle(folder: Path) -> Path:
     ``folder``."""
     import torch
 
-    from attnlab.bundle import save_bundle
-    from attnlab.config import ExperimentConfig
-    from attnlab.model import build_model, build_task
+    from attnlab.model.bundle import save_bundle
+    from attnlab.lab.config import ExperimentConfig
+    from attnlab.model.assembly import build_model, build_task
 
     torch.manual_seed(42)
     config = ExperimentConfig(hidden_size=7, embedding_dim=7)
@@ -44,7 +44,7 @@ def point_at(store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def run_flow(store_dir: Path, **config) -> dict:
     """Run the train flow against ``store_dir``; its summary."""
-    from attnlab.config import ExperimentConfig
+    from attnlab.lab.config import ExperimentConfig
     from attnlab.flows.train_flow import train_flow
 
     with pytest.MonkeyPatch.context() as patch:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from attnlab.flows.train_cli import attention_lines, format_summary
+from attnlab.flows.cli.train import attention_lines, format_summary
 
 from _flowkit import client_for
 

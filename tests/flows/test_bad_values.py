@@ -8,7 +8,7 @@ import re
 import pytest
 import torch
 
-from attnlab.flows import cli
+from attnlab.flows.cli import app as cli
 
 from _flowkit import TINY, assert_one_line_error, client_for
 
@@ -24,9 +24,9 @@ def attnlab(capsys, *args: str) -> tuple[int, str, str]:
 @pytest.fixture
 def bundle(tmp_path):
     """A tiny untrained date model on disk."""
-    from attnlab.bundle import save_bundle
-    from attnlab.config import ExperimentConfig
-    from attnlab.model import build_model, build_task
+    from attnlab.model.bundle import save_bundle
+    from attnlab.lab.config import ExperimentConfig
+    from attnlab.model.assembly import build_model, build_task
 
     config = ExperimentConfig(hidden_size=8, embedding_dim=8)
     return save_bundle(tmp_path / "bundle", config, build_model(config, build_task(config)))

@@ -7,8 +7,9 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from attnlab.flows import model_registry, promotion
-from attnlab.flows.champion_tag import CHAMPION_TAG
+from attnlab.flows.tracking import registry as model_registry
+from attnlab.flows.tracking import promote as promotion
+from attnlab.flows.tracking.champion_tag import CHAMPION_TAG
 
 from _flowkit import client_for
 

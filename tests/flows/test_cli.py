@@ -16,8 +16,11 @@ import pytest
 import torch
 import yaml
 
-from attnlab.flows import cli, cli_support, servers, tasks
-from attnlab.flows.tracking import config_params
+from attnlab.flows.cli import app as cli
+from attnlab.flows.cli import support as cli_support
+from attnlab.flows.services import servers
+from attnlab.flows import steps as tasks
+from attnlab.flows.tracking.runs import config_params
 
 from _flowkit import KNOWN_DATES, TINY, assert_one_line_error, client_for, point_at
 
@@ -187,9 +190,9 @@ def test_predict_with_the_champion(capsys, learned_store, monkeypatch, tmp_path)
 
 @pytest.mark.slow
 def test_predict_from_a_bundle_folder_plots_several_inputs(capsys, tmp_path):
-    from attnlab.bundle import save_bundle
-    from attnlab.config import ExperimentConfig
-    from attnlab.model import build_model, build_task
+    from attnlab.model.bundle import save_bundle
+    from attnlab.lab.config import ExperimentConfig
+    from attnlab.model.assembly import build_model, build_task
 
     config = ExperimentConfig(scorer="multihead", hidden_size=16, embedding_dim=8)
     bundle = save_bundle(tmp_path / "bundle", config, build_model(config, build_task(config)))
@@ -236,7 +239,7 @@ def test_plugins_lists_every_group_and_marks_broken_ones(capsys, make_distributi
     for group in ("scorers", "encoders", "decoders", "tasks"):
         assert f"{group} (entry-point group attnlab.{group})" in out
     lines = {line.split()[0]: line for line in out.splitlines() if line.startswith("  ")}
-    assert "attnlab 0.1.0" in lines["scaled_dot"] and "attnlab.plugins.scorers:ScaledDotAttention" in lines["scaled_dot"]
+    assert "attnlab 0.1.0" in lines["scaled_dot"] and "attnlab.plugins.builtin.scorers:ScaledDotAttention" in lines["scaled_dot"]
     assert "thirdparty-broken 1.0" in lines["wobbly"] and "BROKEN:" in lines["wobbly"]
     assert "ModuleNotFoundError" in lines["wobbly"]
     code, out, _ = attnlab(capsys, "plugins", "--json")
@@ -251,8 +254,8 @@ def test_plugins_lists_every_group_and_marks_broken_ones(capsys, make_distributi
 
 
 def test_ui_command_serves_the_embedded_store_on_loopback(empty_store):
-    from attnlab.flows.servers import mlflow_ui_command
-    from attnlab.flows.store import resolve_store
+    from attnlab.flows.services.servers import mlflow_ui_command
+    from attnlab.flows.tracking.store import resolve_store
 
     command = mlflow_ui_command(resolve_store(), "127.0.0.1", 5123)
     assert command[1:4] == ["-m", "mlflow", "server"]

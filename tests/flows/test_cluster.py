@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from attnlab.flows.servers import Server, stop_group, wait_healthy
+from attnlab.flows.services.servers import Server, stop_group, wait_healthy
 
 from _flowkit import assert_one_line_error
 
@@ -111,8 +111,8 @@ def test_a_worker_killed_mid_run_leaves_no_run_running_and_its_rerun_linked(clus
     from mlflow import MlflowClient
     from prefect.client.orchestration import get_client
 
-    from attnlab.sweep_attempts import RERUN_OF
-    from attnlab.stale_runs import PID
+    from attnlab.ops.sweep_attempts import RERUN_OF
+    from attnlab.ops.stale_runs import PID
 
     env = client_env(cluster, tmp_path, MLFLOW_TRACKING_URI=cluster.mlflow_url, PREFECT_API_URL=cluster.prefect_api)
     client = MlflowClient(cluster.mlflow_url)

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from attnlab.config import ExperimentConfig
+from attnlab.lab.config import ExperimentConfig
 
 
 def _attnlab(capsys, *args: str) -> tuple[int, str]:
-    from attnlab.flows import cli
+    from attnlab.flows.cli import app as cli
 
     code = cli.main(list(args))
     return code, capsys.readouterr().out
@@ -59,7 +59,7 @@ def test_train_help_says_where_option_keys_come_from(capsys):
 def _first_sentences() -> dict[str, str]:
     import typer
 
-    from attnlab.flows import cli
+    from attnlab.flows.cli import app as cli
 
     group = typer.main.get_command(cli.app)
     return {name: " ".join(command.get_short_help_str(limit=10**6).split()) for name, command in group.commands.items()}

@@ -1,7 +1,7 @@
 """The attention explorer page in a real headless Chromium (Debian's `chromium`, driven by
 Playwright's Python package; never a downloaded browser).
 
-The page is written by attnlab.explorer.write_explorer from a hand-made document (three models:
+The page is written by attnlab.viz.explorer.write_explorer from a hand-made document (three models:
 two heads and their average, one view, no attention; four examples, the wrong one first;
 snapshots over three epochs with different weights) and opened as a file:// URL. Every expected
 number comes from that document. Skipped when chromium or playwright is missing, except under
@@ -15,7 +15,7 @@ import random
 
 import pytest
 
-from attnlab.explorer import explorer_html, write_explorer
+from attnlab.viz.explorer import explorer_html, write_explorer
 from explorer_documents import date_document
 
 # The last source is long: at 200% zoom its tokens must wrap and its grid scroll.
@@ -415,7 +415,7 @@ def test_cjk_output_characters_are_drawn_from_the_embedded_font_not_as_boxes(pag
 
     from fontTools import subset
 
-    from attnlab.fonts import EMBEDDED_FAMILY, bundled_cjk_font
+    from attnlab.viz.fonts import EMBEDDED_FAMILY, bundled_cjk_font
 
     # The reference: the bundled font cut to the same three characters, as plain TrueType
     # (FreeType's autohinter sizes its strokes from the glyphs a font holds, so the whole 6 MB

@@ -12,7 +12,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from attnlab.flows import cli, sweep_flow
+from attnlab.flows import sweep_flow
+from attnlab.flows.cli import app as cli
 
 from _flowkit import assert_one_line_error, client_for
 
@@ -64,9 +65,9 @@ def test_a_train_run_logs_the_explorer_with_snapshots_inside_the_first_epoch_and
 
 
 def _bundle(tmp_path: Path, **fields) -> Path:
-    from attnlab.bundle import save_bundle
-    from attnlab.config import ExperimentConfig
-    from attnlab.model import build_model, build_task
+    from attnlab.model.bundle import save_bundle
+    from attnlab.lab.config import ExperimentConfig
+    from attnlab.model.assembly import build_model, build_task
 
     config = ExperimentConfig(hidden_size=16, embedding_dim=8, **fields)
     return save_bundle(tmp_path / "bundle", config, build_model(config, build_task(config)))
@@ -91,7 +92,7 @@ def test_predict_writes_the_page_for_its_inputs(capsys, tmp_path):
 
 @pytest.mark.parametrize("where", ["folder", "under a file"])
 def test_predict_refuses_an_html_path_it_cannot_write_before_loading_the_model(capsys, tmp_path, monkeypatch, where):
-    from attnlab.flows import predict_cli
+    from attnlab.flows.cli import predict as predict_cli
 
     monkeypatch.setattr(predict_cli, "load_model", lambda *args: pytest.fail("the model was loaded"))
     bundle = _bundle(tmp_path)
@@ -105,7 +106,7 @@ def test_predict_refuses_an_html_path_it_cannot_write_before_loading_the_model(c
 
 @pytest.mark.parametrize("failure", ["name too long", "refused when written"])
 def test_predict_reports_a_page_it_could_not_write_in_one_line(capsys, tmp_path, monkeypatch, failure):
-    import attnlab.explorer
+    import attnlab.viz.explorer
 
     bundle = _bundle(tmp_path)
     target = tmp_path / "page.html"
@@ -115,7 +116,7 @@ def test_predict_reports_a_page_it_could_not_write_in_one_line(capsys, tmp_path,
         def refuse(document, path):
             raise PermissionError(13, "Permission denied", str(path))
 
-        monkeypatch.setattr(attnlab.explorer, "write_explorer", refuse)
+        monkeypatch.setattr(attnlab.viz.explorer, "write_explorer", refuse)
     code = cli.main(["predict", "25-12-2023", "--model", str(bundle), "--html", str(target)])
     _, err = capsys.readouterr()
     assert code == 2
@@ -138,10 +139,10 @@ class _Client:
 
 
 def test_a_sweep_parent_page_shows_every_finished_run_on_the_same_inputs(tmp_path):
-    from attnlab.config import ExperimentConfig
-    from attnlab.data import make_splits
-    from attnlab.explorer_data import model_views, sweep_examples
-    from attnlab.model import build_model, build_task
+    from attnlab.lab.config import ExperimentConfig
+    from attnlab.data.splits import make_splits
+    from attnlab.viz.explorer_data import model_views, sweep_examples
+    from attnlab.model.assembly import build_model, build_task
 
     base = ExperimentConfig(task="reverse", hidden_size=16, embedding_dim=8)
     task = build_task(base)

@@ -12,14 +12,15 @@ from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
 from prefect.states import Failed
 
-from attnlab.bundle import save_bundle
-from attnlab.config import ExperimentConfig
-from attnlab.evaluate import Evaluation
-from attnlab.examples import pick_examples, sample_predictions
-from attnlab.flows import tasks, tracking
-from attnlab.flows.errors import TrackingUnavailable
+from attnlab.model.bundle import save_bundle
+from attnlab.lab.config import ExperimentConfig
+from attnlab.evaluation.metrics import Evaluation
+from attnlab.data.examples import pick_examples, sample_predictions
+from attnlab.flows import steps as tasks
+from attnlab.flows.tracking import runs as tracking
+from attnlab.flows.tracking.errors import TrackingUnavailable
 from attnlab.flows.pyfunc import source_texts
-from attnlab.model import build_model, build_task
+from attnlab.model.assembly import build_model, build_task
 
 SOURCES, TARGETS = ["01-02-2003", "28-12-2029"], ["2003年02月01日", "2029年12月28日"]
 
@@ -41,8 +42,8 @@ def test_plot_attention_draws_every_head_of_a_multihead_model(tmp_path):
 
 
 def test_plot_attention_records_the_gold_of_test_examples(tmp_path):
-    from attnlab.data import Splits
-    from attnlab.datasets import save_splits
+    from attnlab.data.splits import Splits
+    from attnlab.data.datasets import save_splits
     from attnlab.plugins import Example
 
     gold = ((6,), (7,), (8,), (9,), (), (3,), (4,), (), (0,), (1,), ())

@@ -82,7 +82,7 @@ def test_prefect_server_killed_mid_run_ends_in_one_line_and_the_run_failed(tmp_p
     env = {"PREFECT_HOME": str(tmp_path / "prefect-home")}
     train = Train(store, cache, LONG, env={**env, "PREFECT_API_URL": None})
     train.wait_for_epoch_one()
-    child = f"attnlab.flows.server_child {train.process.pid} "
+    child = f"attnlab.flows.services.server_child {train.process.pid} "
     servers = [p for p in psutil.process_iter(["cmdline"]) if child in " ".join(p.info["cmdline"] or [])]
     assert len(servers) == 1, "the command's temporary Prefect server"
     servers[0].send_signal(signal.SIGKILL)
@@ -152,7 +152,7 @@ def test_a_disk_filled_mid_run_ends_in_one_line_and_the_next_command_ends_the_ru
 def test_the_artifacts_folder_deleted_mid_run_ends_in_one_line_and_the_champion_stays(tmp_path):
     from prefect.settings import get_current_settings
 
-    from attnlab.flows.model_registry import CHAMPION
+    from attnlab.flows.tracking.registry import CHAMPION
 
     store, cache = tmp_path / "mlflow", tmp_path / "cache"
     env = {"PREFECT_API_URL": str(get_current_settings().api.url)}

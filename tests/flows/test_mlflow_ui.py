@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 from _flowkit import client_for
 
-from attnlab.flows import mlflow_ui, tracking
-from attnlab.flows.store import resolve_store
+from attnlab.flows.tracking import mlflow_ui
+from attnlab.flows.tracking import runs as tracking
+from attnlab.flows.tracking.store import resolve_store
 
 VIEW_TAG = mlflow_ui.SAVED_VIEW_PREFIX + mlflow_ui.RUNS_VIEW_ID
 
@@ -66,8 +67,8 @@ def test_new_and_old_experiments_become_model_training_experiments_with_the_view
 
 
 def test_two_sweeps_of_one_grid_get_distinct_readable_parent_names(empty_store, monkeypatch):
-    from attnlab.compare import Grid
-    from attnlab.config import ExperimentConfig
+    from attnlab.evaluation.compare import Grid
+    from attnlab.lab.config import ExperimentConfig
     from attnlab.flows import sweep_flow
 
     client = client_for(empty_store)
@@ -158,7 +159,7 @@ def test_ui_prints_its_links_only_once_the_server_answers_and_says_it_is_waiting
     """The links come after a progress line and only once /health answers: every health check
     begun after the links were read answered; the first check after them answered at once.
     SIGTERM then stops the UI and leaves nothing serving the port."""
-    from attnlab.flows.servers import healthy, port_free
+    from attnlab.flows.services.servers import healthy, port_free
 
     tracking.ensure_experiment(client_for(empty_store), "attnlab-date", resolve_store())
     port = _free_port()
@@ -200,7 +201,7 @@ def test_ui_prints_its_links_only_once_the_server_answers_and_says_it_is_waiting
 
 
 def test_ui_that_does_not_answer_within_its_bound_ends_in_one_line_with_nothing_left(empty_store, tmp_path):
-    from attnlab.flows.servers import port_free
+    from attnlab.flows.services.servers import port_free
 
     port = _free_port()
     ui = _ui(port, tmp_path, "--timeout", "0.5")

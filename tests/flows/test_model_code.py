@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from _flowkit import point_at
-from attnlab.flows.errors import UserError
-from attnlab.flows.model_registry import load_pyfunc
+from attnlab.flows.tracking.errors import UserError
+from attnlab.flows.tracking.registry import load_pyfunc
 
 
 @pytest.fixture
@@ -23,7 +23,7 @@ def model_copy(learned_store, monkeypatch, tmp_path):
 
     folder, summary = learned_store
     point_at(folder, monkeypatch)
-    from attnlab.flows.store import use_store
+    from attnlab.flows.tracking.store import use_store
 
     use_store()
     return mlflow.artifacts.download_artifacts(artifact_uri=summary["model"]["uri"], dst_path=str(tmp_path / "model"))

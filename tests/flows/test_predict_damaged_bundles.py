@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 
 from _flowkit import assert_one_line_error
-from attnlab.flows.cli import main
+from attnlab.flows.cli.app import main
 
 
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory) -> Path:
     """An untrained tiny date model saved as a bundle folder."""
-    from attnlab.bundle import save_bundle
-    from attnlab.config import ExperimentConfig
-    from attnlab.model import build_model, build_task
+    from attnlab.model.bundle import save_bundle
+    from attnlab.lab.config import ExperimentConfig
+    from attnlab.model.assembly import build_model, build_task
 
     config = ExperimentConfig(hidden_size=8, embedding_dim=8)
     return save_bundle(tmp_path_factory.mktemp("saved") / "bundle", config, build_model(config, build_task(config)))

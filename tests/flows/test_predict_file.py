@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from _flowkit import assert_one_line_error, untrained_bundle
-from attnlab.flows.cli import main
-from attnlab.predict_inputs import BATCH_LINES
+from attnlab.flows.cli.app import main
+from attnlab.lab.predict_inputs import BATCH_LINES
 
 GOOD = ["25-12-2023", "01-02-2003", "29-02-2024"]
 
@@ -90,8 +90,8 @@ def test_stdin_is_read_whole_before_anything_is_printed(bundle, capsys, monkeypa
 
 
 def test_beam_size_reaches_the_decoder(bundle, capsys, tmp_path):
-    from attnlab.bundle import load_bundle
-    from attnlab.predict import predict
+    from attnlab.model.bundle import load_bundle
+    from attnlab.model.predict import predict
 
     _, task, model = load_bundle(bundle)
     beam = [f"{r.source} -> {r.output}" for r in predict(model, task, GOOD, beam_size=3)]

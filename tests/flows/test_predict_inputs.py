@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from _flowkit import assert_one_line_error
-from attnlab.flows.cli import main
+from attnlab.flows.cli.app import main
 
 LONG = "1" * 5000
 
@@ -20,9 +20,9 @@ LONG = "1" * 5000
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory) -> Path:
     """An untrained tiny date model saved as a bundle folder."""
-    from attnlab.bundle import save_bundle
-    from attnlab.config import ExperimentConfig
-    from attnlab.model import build_model, build_task
+    from attnlab.model.bundle import save_bundle
+    from attnlab.lab.config import ExperimentConfig
+    from attnlab.model.assembly import build_model, build_task
 
     config = ExperimentConfig(hidden_size=8, embedding_dim=8)
     return save_bundle(tmp_path_factory.mktemp("bundle"), config, build_model(config, build_task(config)))
@@ -121,7 +121,7 @@ def test_mistakes_import_no_torch_prefect_or_mlflow(bundle, tmp_path):
     ]
     script = (
         "import json, sys\n"
-        "from attnlab.flows.cli import main\n"
+        "from attnlab.flows.cli.app import main\n"
         "code = main(json.loads(sys.argv[1]))\n"
         "print(json.dumps([code, sorted(m for m in ('torch', 'prefect', 'mlflow') if m in sys.modules)]))\n"
     )
@@ -176,7 +176,7 @@ def test_a_mistake_against_the_champion_imports_no_heavy_library(learned_store, 
     env.pop("MLFLOW_TRACKING_URI", None)
     script = (
         "import json, sys\n"
-        "from attnlab.flows.cli import main\n"
+        "from attnlab.flows.cli.app import main\n"
         "code = main(['predict', '99-99-2023'])\n"
         "print(json.dumps([code, sorted(m for m in ('torch', 'prefect', 'mlflow') if m in sys.modules)]))\n"
     )

@@ -86,7 +86,7 @@ def test_launching_the_server_imports_neither_prefect_nor_torch_nor_mlflow(tmp_p
     """The server is launched before the command's heavy imports, so that it boots meanwhile."""
     script = (
         "import sys\n"
-        "from attnlab.flows.prefect_server import start_in_background\n"
+        "from attnlab.flows.services.prefect_server import start_in_background\n"
         "handle = start_in_background()\n"
         "print(handle is not None, sorted(m for m in ('prefect', 'torch', 'mlflow') if m in sys.modules))\n"
         "handle.stop()\n"
@@ -102,7 +102,7 @@ def test_a_server_launched_where_prefect_has_an_api_url_of_its_own_is_stopped_un
     the environment: the launched server is then stopped and Prefect's own API kept."""
     from prefect.settings import get_current_settings
 
-    from attnlab.flows import prefect_server
+    from attnlab.flows.services import prefect_server
 
     monkeypatch.setenv("ATTNLAB_CACHE_DIR", str(tmp_path / "cache"))
     configured = get_current_settings().api.url

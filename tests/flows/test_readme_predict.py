@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from _flowkit import TINY, point_at, run_flow
-from attnlab.flows.cli import main
+from attnlab.flows.cli.app import main
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 _FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)

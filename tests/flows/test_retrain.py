@@ -12,12 +12,13 @@ import time
 import pytest
 from mlflow import MlflowClient
 
-from attnlab.config import ExperimentConfig
-from attnlab.flows import benchmark_store, promotion
-from attnlab.flows.model_registry import CHAMPION
-from attnlab.flows.promotion_lock import promotion_lock
+from attnlab.lab.config import ExperimentConfig
+from attnlab.flows.tracking import benchmark_store
+from attnlab.flows.tracking import promote as promotion
+from attnlab.flows.tracking.registry import CHAMPION
+from attnlab.flows.tracking.promotion_lock import promotion_lock
 from attnlab.flows.retrain_flow import retrain_flow
-from attnlab.promotion import Decision
+from attnlab.ops.promotion import Decision
 
 from _flowkit import LEARNS, TINY, client_for, point_at
 
@@ -41,7 +42,7 @@ def version_tags(client: MlflowClient, version: str) -> dict[str, str]:
 def retrains(tmp_path_factory, prefect_harness):
     """One store, five retrains in a row: a first (no champion), an equal, a better, a worse
     challenger, and one whose training loss became NaN. (store folder, {label: summary or state})."""
-    import attnlab.train
+    import attnlab.training.loop
 
     folder = tmp_path_factory.mktemp("retrain") / "mlflow"
     tiny, learns = ExperimentConfig(**TINY), ExperimentConfig(**LEARNS)
@@ -52,8 +53,8 @@ def retrains(tmp_path_factory, prefect_harness):
         runs["equal"] = retrain_flow(tiny)  # a TINY model gets no date right: 0.0 == 0.0
         runs["better"] = retrain_flow(learns)
         runs["worse"] = retrain_flow(tiny)
-        real_loss = attnlab.train._loss
-        patch.setattr(attnlab.train, "_loss", lambda *a: real_loss(*a) * float("nan"))
+        real_loss = attnlab.training.loop._loss
+        patch.setattr(attnlab.training.loop, "_loss", lambda *a: real_loss(*a) * float("nan"))
         runs["diverged"] = retrain_flow(tiny, return_state=True)
     return folder, runs
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from attnlab.flows import cli
+from attnlab.flows.cli import app as cli
 
 from _flowkit import TINY, assert_one_line_error, client_for, point_at, run_flow
 
@@ -26,7 +26,7 @@ def attnlab(capsys, *args: str) -> tuple[int, str, str]:
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory, prefect_harness) -> tuple[Path, dict, dict]:
     """(store, summary of the flow's run, summary of the API's run): the API's run is the newer."""
-    from attnlab.config import ExperimentConfig
+    from attnlab.lab.config import ExperimentConfig
     from attnlab.flows import api
 
     store = tmp_path_factory.mktemp("runs") / "mlflow"
@@ -95,9 +95,9 @@ def test_the_champion_mark_follows_the_alias(capsys, two_runs, monkeypatch):
 
 
 def test_stale_runs_are_listed_then_ended_failed(capsys, two_runs, monkeypatch):
-    from attnlab import stale_runs
-    from attnlab.flows import store as stores
-    from attnlab.flows import tracking
+    from attnlab.ops import stale_runs
+    from attnlab.flows.tracking import store as stores
+    from attnlab.flows.tracking import runs as tracking
 
     store, _, _ = two_runs
     point_at(store, monkeypatch)
@@ -131,7 +131,7 @@ def test_stale_runs_are_listed_then_ended_failed(capsys, two_runs, monkeypatch):
 
 
 def test_compare_prints_both_runs_and_plots_a_panel_per_run(capsys, two_runs, monkeypatch, tmp_path):
-    from attnlab import run_plots
+    from attnlab.viz import run_plots
 
     store, by_flow, by_api = two_runs
     point_at(store, monkeypatch)
@@ -199,7 +199,7 @@ def test_runs_on_a_store_that_holds_nothing_yet(capsys, empty_store):
 def test_mistakes_in_the_command_line_import_no_heavy_library():
     code = (
         "import sys\n"
-        "from attnlab.flows import cli\n"
+        "from attnlab.flows.cli import app as cli\n"
         "codes = [cli.main(a) for a in (['runs', '--status', 'done'], ['runs', '--end'], ['compare', 'abc'])]\n"
         "print(codes, sorted(m for m in ('torch', 'mlflow', 'prefect') if m in sys.modules))\n"
     )

@@ -17,7 +17,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from attnlab.flows import cli, servers
+from attnlab.flows.cli import app as cli
+from attnlab.flows.services import servers
 
 from _flowkit import Burners, assert_one_line_error, chromium, client_for
 

@@ -34,8 +34,8 @@ def served(bundle, tmp_path_factory):
 
 
 def expected(bundle, beam_size: int) -> list[str]:
-    from attnlab.bundle import load_bundle
-    from attnlab.predict import predict
+    from attnlab.model.bundle import load_bundle
+    from attnlab.model.predict import predict
 
     _, task, model = load_bundle(bundle)
     return [r.output for r in predict(model, task, SOURCES, beam_size=beam_size)]
@@ -52,8 +52,8 @@ def test_logged_models_take_a_beam_size_param(bundle, tmp_path, monkeypatch):
     import mlflow
     from mlflow import MlflowClient
 
-    from attnlab.config import ExperimentConfig
-    from attnlab.flows.model_registry import log_model
+    from attnlab.lab.config import ExperimentConfig
+    from attnlab.flows.tracking.registry import log_model
 
     monkeypatch.chdir(tmp_path)
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from attnlab.serving import MAX_ROWS, rows_problem
+from attnlab.lab.serving import MAX_ROWS, rows_problem
 
 
 @pytest.fixture(scope="module")
@@ -26,10 +26,10 @@ def model_dir(tmp_path_factory) -> Path:
     """An untrained tiny date model saved as an MLflow pyfunc model."""
     import mlflow.pyfunc
 
-    from attnlab.bundle import save_bundle
-    from attnlab.config import ExperimentConfig
+    from attnlab.model.bundle import save_bundle
+    from attnlab.lab.config import ExperimentConfig
     from attnlab.flows import pyfunc
-    from attnlab.model import build_model, build_task
+    from attnlab.model.assembly import build_model, build_task
 
     config = ExperimentConfig(hidden_size=8, embedding_dim=8)
     bundle = save_bundle(tmp_path_factory.mktemp("bundle"), config, build_model(config, build_task(config)))

@@ -39,7 +39,7 @@ def free_port() -> int:
 def mlflow_server(tmp_path):
     """Start a real ``mlflow server`` on the store in ``tmp_path`` (callable again after a kill:
     the same database and artifacts on a new port); its URL. Stopped at the end."""
-    from attnlab.flows.servers import Server, wait_healthy
+    from attnlab.flows.services.servers import Server, wait_healthy
 
     started = []
 
@@ -138,8 +138,9 @@ def test_sigterm_acts_at_once_while_the_dead_server_is_retried(tmp_path, mlflow_
 
 
 def test_runs_whose_owner_process_is_gone_end_failed_others_stay_running(empty_store):
-    from attnlab import stale_runs
-    from attnlab.flows import store, tracking
+    from attnlab.ops import stale_runs
+    from attnlab.flows.tracking import store
+    from attnlab.flows.tracking import runs as tracking
     from mlflow import MlflowClient
 
     where = store.use_store()
@@ -193,7 +194,7 @@ def retry_watch():
 def test_a_server_that_answers_late_is_asked_again_until_it_answers(mlflow_server, retry_watch):
     """A real server frozen with SIGSTOP (it accepts connections, answers nothing) while the
     store check runs, resumed once the check has retried: the check succeeds."""
-    from attnlab.flows.store import Store, check_store
+    from attnlab.flows.tracking.store import Store, check_store
 
     url, server = mlflow_server()
     outcome: list[BaseException | None] = []
@@ -210,8 +211,8 @@ def test_a_server_that_answers_late_is_asked_again_until_it_answers(mlflow_serve
 
 
 def test_an_absent_server_is_one_line_at_once_without_retries(retry_watch):
-    from attnlab.flows.errors import TrackingUnavailable
-    from attnlab.flows.store import Store, check_store
+    from attnlab.flows.tracking.errors import TrackingUnavailable
+    from attnlab.flows.tracking.store import Store, check_store
 
     url = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(TrackingUnavailable) as raised:

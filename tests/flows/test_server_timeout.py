@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from _flowkit import assert_one_line_error
-from attnlab.flows.cli import main
+from attnlab.flows.cli.app import main
 
 
 @pytest.mark.parametrize("value", ["-5", "0", "nan", "inf"])

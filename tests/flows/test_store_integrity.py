@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from attnlab.flows import cli
+from attnlab.flows.cli import app as cli
 
 from _flowkit import TINY, assert_one_line_error, client_for
 
@@ -43,7 +43,7 @@ import sys
 import time
 from pathlib import Path
 from mlflow import MlflowClient
-from attnlab.flows.store import Store, check_store
+from attnlab.flows.tracking.store import Store, check_store
 folder = Path(sys.argv[1])
 check_store(Store(f"sqlite:///{folder / 'mlflow.db'}", folder))
 client = MlflowClient(f"sqlite:///{folder / 'mlflow.db'}")
@@ -62,8 +62,9 @@ STORE_USER = """
 import sys, time
 from pathlib import Path
 from mlflow import MlflowClient
-from attnlab.config import ExperimentConfig
-from attnlab.flows import store, tracking
+from attnlab.lab.config import ExperimentConfig
+from attnlab.flows.tracking import store
+from attnlab.flows.tracking import runs as tracking
 go, seed = Path(sys.argv[1]), int(sys.argv[2])
 Path(sys.argv[3]).touch()
 while not go.exists():
@@ -103,7 +104,7 @@ def cli_process(store_dir: Path, *args: str, cwd: Path, prefix: list[str] = ()) 
     env = {**os.environ, "ATTNLAB_MLFLOW_DIR": str(store_dir)}
     env.pop("MLFLOW_TRACKING_URI", None)
     return subprocess.Popen(
-        [*prefix, sys.executable, "-m", "attnlab.flows.cli", *args],
+        [*prefix, sys.executable, "-m", "attnlab.flows.cli.app", *args],
         env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
 
@@ -226,7 +227,7 @@ def test_a_damaged_store_beside_earlier_runs_is_refused_never_recreated(capsys, 
 
 
 def test_an_empty_store_file_without_artifacts_is_simply_created(tmp_path):
-    from attnlab.flows.store import Store, check_store
+    from attnlab.flows.tracking.store import Store, check_store
 
     store_dir = tmp_path / "mlflow"
     store_dir.mkdir()

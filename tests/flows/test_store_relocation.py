@@ -25,7 +25,7 @@ def copied(learned_store, tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
 
 def champion_folder(store_dir: Path) -> Path:
     """Where the store records the files of its champion."""
-    from attnlab.store_locations import local_path
+    from attnlab.ops.store_locations import local_path
 
     with closing(sqlite3.connect(store_dir / "mlflow.db")) as conn:
         (location,) = conn.execute(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from attnlab.flows import cli
+from attnlab.flows.cli import app as cli
 
 from _flowkit import assert_one_line_error, client_for
 
@@ -182,9 +182,9 @@ def _log_epochs(args: tuple[str, str, int]) -> str:
         os.environ.pop("MLFLOW_TRACKING_URI", None)
     from mlflow import MlflowClient
 
-    from attnlab.config import ExperimentConfig
-    from attnlab.flows import store as tracking_store
-    from attnlab.flows import tracking
+    from attnlab.lab.config import ExperimentConfig
+    from attnlab.flows.tracking import store as tracking_store
+    from attnlab.flows.tracking import runs as tracking
 
     store = tracking_store.use_store()
     client = MlflowClient()
@@ -203,7 +203,7 @@ def tracking_server(tmp_path):
     import socket
     import sys
 
-    from attnlab.flows.servers import Server, wait_healthy
+    from attnlab.flows.services.servers import Server, wait_healthy
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -232,7 +232,7 @@ def test_eight_processes_logging_at_once_lose_nothing(tmp_path, monkeypatch, req
         where = str(tmp_path / "mlflow")
         monkeypatch.setenv("ATTNLAB_MLFLOW_DIR", where)
         monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    from attnlab.flows import store as tracking_store
+    from attnlab.flows.tracking import store as tracking_store
 
     resolved = tracking_store.resolve_store()
     tracking_store.check_store(resolved)  # created first, as a sweep's parent run does
@@ -300,7 +300,7 @@ def test_a_terminated_sweep_ends_every_run_killed_and_leaves_no_worker(empty_sto
     long_sweep = ["sweep", "--task", "reverse", "--scorer", "dot,additive", "--epochs", "50", "--train-size", "3000",
                   "-o", "validation_size=50", "-o", "test_size=50"]  # fmt: skip
     process = subprocess.Popen(
-        [sys.executable, "-m", "attnlab.flows.cli", *long_sweep],
+        [sys.executable, "-m", "attnlab.flows.cli.app", *long_sweep],
         env={**os.environ, "ATTNLAB_MLFLOW_DIR": str(empty_store)},
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mlflow.entities import Param
 
-from attnlab.flows import tracking
+from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.sweep_flow import _running_line
 
 from _flowkit import client_for

@@ -14,11 +14,13 @@ import yaml
 from mlflow import MlflowClient
 from mlflow.entities import RunStatus
 
-from attnlab.config import ExperimentConfig
-from attnlab.datasets import data_spec, load_splits
-from attnlab.flows import model_registry, tasks, tracking
-from attnlab.flows import store as tracking_store
-from attnlab.flows.errors import TrackingUnavailable
+from attnlab.lab.config import ExperimentConfig
+from attnlab.data.datasets import data_spec, load_splits
+from attnlab.flows.tracking import registry as model_registry
+from attnlab.flows import steps as tasks
+from attnlab.flows.tracking import runs as tracking
+from attnlab.flows.tracking import store as tracking_store
+from attnlab.flows.tracking.errors import TrackingUnavailable
 
 from _flowkit import KNOWN_DATES, LEARNS, TINY, client_for, point_at, run_flow
 
@@ -118,15 +120,15 @@ def test_pyfunc_champion_predicts_the_right_strings(learned_store):
     import mlflow
     import mlflow.pyfunc
 
-    from attnlab.bundle import load_bundle
-    from attnlab.predict import predict
+    from attnlab.model.bundle import load_bundle
+    from attnlab.model.predict import predict
 
     store, summary = learned_store
     mlflow.set_tracking_uri(f"sqlite:///{store / 'mlflow.db'}")
     loaded = mlflow.pyfunc.load_model("models:/attnlab-date@champion")
     sources = list(KNOWN_DATES)
     assert list(loaded.predict(pd.DataFrame({"source": sources}))) == list(KNOWN_DATES.values())
-    # The same answers as attnlab.predict on the logged bundle, for other inputs too.
+    # The same answers as attnlab.model.predict on the logged bundle, for other inputs too.
     folder = Path(mlflow.artifacts.download_artifacts(f"models:/attnlab-date/{summary['model']['version']}"))
     _, task, model = load_bundle(folder / "artifacts" / "bundle")
     others = ["31-01-2010", "29-02-2024", "09-09-2009"]

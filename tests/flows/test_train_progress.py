@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from attnlab.flows import cli
-from attnlab.flows.progress_display import ProgressDisplay
-from attnlab.flows.step_log import STEP_METRIC, StepLog
-from attnlab.progress import StepProgress
+from attnlab.flows.cli import app as cli
+from attnlab.flows.cli.progress_display import ProgressDisplay
+from attnlab.flows.tracking.step_log import STEP_METRIC, StepLog
+from attnlab.training.progress import StepProgress
 
 from _flowkit import TINY, client_for
 
@@ -31,7 +31,7 @@ def _progress(step: int, steps: int = 8, epoch: int = 1) -> StepProgress:
 
 
 def _step_record(progress: StepProgress) -> logging.LogRecord:
-    return logging.makeLogRecord({"name": "attnlab.progress.steps", "msg": "%s", "args": (progress,), "step_progress": progress})
+    return logging.makeLogRecord({"name": "attnlab.training.progress.steps", "msg": "%s", "args": (progress,), "step_progress": progress})
 
 
 def test_plain_display_prints_epoch_lines_and_a_line_at_each_quarter():

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnlab.config import ExperimentConfig
-from attnlab.model import build_model, build_task
+from attnlab.lab.config import ExperimentConfig
+from attnlab.model.assembly import build_model, build_task
 from attnlab.plugins import PluginContractError, PluginError
 
 TINY = {"embedding_dim": 4, "hidden_size": 8}
@@ -15,9 +15,9 @@ TINY = {"embedding_dim": 4, "hidden_size": 8}
 BROKEN = '''
 import torch
 from attnlab.plugins import Attention, EncoderOutput, Example
-from attnlab.plugins.decoders import RNNDecoder
-from attnlab.plugins.encoders import GRUEncoder
-from attnlab.plugins.tasks import ReverseTask
+from attnlab.plugins.builtin.decoders import RNNDecoder
+from attnlab.plugins.builtin.encoders import GRUEncoder
+from attnlab.plugins.builtin.tasks import ReverseTask
 
 class Transposed(Attention):
     def score(self, query, keys):

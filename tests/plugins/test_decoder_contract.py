@@ -1,4 +1,4 @@
-"""The decoder contract, checked on every installed decoder plugin with attnlab.testing (what
+"""The decoder contract, checked on every installed decoder plugin with attnlab.plugins.testing (what
 plugin authors run)."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from attnlab.plugins import PAD_ID, list_plugins, load_plugin
-from attnlab.plugins.scorers import DotAttention
-from attnlab.testing import check_decoder, check_plugin
+from attnlab.plugins.builtin.scorers import DotAttention
+from attnlab.plugins.testing import check_decoder, check_plugin
 
 
 @pytest.mark.parametrize("name", list_plugins("decoders"))

@@ -1,4 +1,4 @@
-"""The encoder contract, checked on every installed encoder plugin: attnlab.testing's check (what
+"""The encoder contract, checked on every installed encoder plugin: attnlab.plugins.testing's check (what
 plugin authors run) plus the built-ins' own properties."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from attnlab.plugins import PAD_ID, EncoderOutput, PluginError, create_plugin, list_plugins, load_plugin
-from attnlab.testing import check_encoder, check_plugin
+from attnlab.plugins.testing import check_encoder, check_plugin
 
 VOCAB, EMB, HIDDEN = 12, 6, 8
 LENGTHS = [7, 4, 1]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from attnlab.plugins import Attention
 from attnlab.plugins.options import REQUIRED, option_specs
-from attnlab.plugins.scorers import MultiHeadAttention
+from attnlab.plugins.builtin.scorers import MultiHeadAttention
 
 
 class _Base(Attention):

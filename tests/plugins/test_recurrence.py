@@ -8,9 +8,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnlab.plugins import EncoderOutput, create_plugin, load_plugin, recurrence
-from attnlab.plugins.recurrence import GRUScan
-from attnlab.plugins.scorers import AdditiveAttention, DotAttention, ScaledDotAttention
+from attnlab.plugins import EncoderOutput, create_plugin, load_plugin
+from attnlab.plugins import _recurrence as recurrence
+from attnlab.plugins._recurrence import GRUScan
+from attnlab.plugins.builtin.scorers import AdditiveAttention, DotAttention, ScaledDotAttention
 
 VOCAB, EMB, HIDDEN = 15, 6, 8
 

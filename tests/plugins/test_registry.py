@@ -97,7 +97,7 @@ def test_duplicate_name_names_both_targets(make_distribution):
     )
     with pytest.raises(PluginError, match="declared twice") as info:
         load_plugin("scorers", "dot")
-    assert "attnlab.plugins.scorers:DotAttention" in str(info.value)
+    assert "attnlab.plugins.builtin.scorers:DotAttention" in str(info.value)
     assert "thirdparty_dup:Dot" in str(info.value)
     assert load_plugin("scorers", "additive").__name__ == "AdditiveAttention"
 

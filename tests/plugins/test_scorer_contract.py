@@ -1,4 +1,4 @@
-"""The scorer contract, checked on every installed scorer plugin: attnlab.testing's check (what
+"""The scorer contract, checked on every installed scorer plugin: attnlab.plugins.testing's check (what
 plugin authors run) plus the built-ins' own properties."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from attnlab.plugins import AttentionOutput, create_plugin, list_plugins, load_plugin
-from attnlab.testing import check_plugin, check_scorer
+from attnlab.plugins.testing import check_plugin, check_scorer
 
 B, LQ, LK, D = 3, 2, 5, 8
 LENGTHS = [5, 3, 1]

@@ -1,4 +1,4 @@
-"""The task contract, checked on every installed task plugin with attnlab.testing (what plugin
+"""The task contract, checked on every installed task plugin with attnlab.plugins.testing (what plugin
 authors run)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from attnlab.plugins import list_plugins, load_plugin
-from attnlab.testing import check_plugin, check_task
+from attnlab.plugins.testing import check_plugin, check_task
 
 
 @pytest.mark.parametrize("name", list_plugins("tasks"))

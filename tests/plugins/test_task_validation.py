@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 from attnlab.plugins import Example, Task
-from attnlab.plugins.tasks import _FIELDS, DateFormatsTask, DateTask, ReverseTask
-from attnlab.sources import config_tasks, first_problem
+from attnlab.plugins.builtin.tasks import _FIELDS, DateFormatsTask, DateTask, ReverseTask
+from attnlab.data.sources import config_tasks, first_problem
 
 
 @pytest.mark.parametrize("task", [DateTask(), DateFormatsTask(), ReverseTask(), ReverseTask(min_length=1, max_length=300, alphabet="ab")], ids=["date", "date-formats", "reverse", "reverse-ab-300"])
@@ -140,7 +140,7 @@ def test_a_model_answers_sources_of_its_test_task_too():
 
 def test_the_contract_check_refuses_a_task_that_refuses_its_own_sources():
     from attnlab.plugins import PluginError
-    from attnlab.testing import check_task
+    from attnlab.plugins.testing import check_task
 
     class Picky(DateTask):
         def check_source(self, text: str) -> str | None:

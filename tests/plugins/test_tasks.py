@@ -7,7 +7,7 @@ from datetime import date, datetime
 
 import pytest
 
-from attnlab.plugins.tasks import DateFormatsTask, DateTask, ReverseTask
+from attnlab.plugins.builtin.tasks import DateFormatsTask, DateTask, ReverseTask
 
 MONTHS = [
     "January", "February", "March", "April", "May", "June", "July", "August",

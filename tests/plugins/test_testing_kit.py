@@ -1,4 +1,4 @@
-"""attnlab.testing: each check catches a deliberately broken plugin and names it; good plugins pass."""
+"""attnlab.plugins.testing: each check catches a deliberately broken plugin and names it; good plugins pass."""
 
 from __future__ import annotations
 
@@ -22,11 +22,11 @@ from attnlab.plugins import (
     masked_softmax,
     weighted_sum,
 )
-from attnlab.plugins.decoders import RNNDecoder
-from attnlab.plugins.encoders import GRUEncoder
-from attnlab.plugins.scorers import DotAttention
-from attnlab.plugins.tasks import ReverseTask
-from attnlab.testing import check_decoder, check_encoder, check_plugin, check_scorer, check_task
+from attnlab.plugins.builtin.decoders import RNNDecoder
+from attnlab.plugins.builtin.encoders import GRUEncoder
+from attnlab.plugins.builtin.scorers import DotAttention
+from attnlab.plugins.builtin.tasks import ReverseTask
+from attnlab.plugins.testing import check_decoder, check_encoder, check_plugin, check_scorer, check_task
 
 
 def caught(check, cls, *needles: str, **options) -> str:
@@ -370,7 +370,7 @@ def test_check_plugin_skips_plugins_whose_options_have_no_default(make_distribut
     make_distribution(
         "thirdparty-needy",
         {"attnlab.scorers": {"needy": "thirdparty_needy:Needy"}},
-        {"thirdparty_needy.py": "from attnlab.plugins.scorers import DotAttention\n"
+        {"thirdparty_needy.py": "from attnlab.plugins.builtin.scorers import DotAttention\n"
          "class Needy(DotAttention):\n"
          "    def __init__(self, query_dim, key_dim, width, **options):\n"
          "        super().__init__(query_dim, key_dim, **options)\n"},

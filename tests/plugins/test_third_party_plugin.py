@@ -13,10 +13,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from attnlab.config import ExperimentConfig
-from attnlab.experiment import run_experiment
+from attnlab.lab.config import ExperimentConfig
+from attnlab.training.experiment import run_experiment
 from attnlab.plugins import attention, describe_plugins, list_plugins, load_plugin
-from attnlab.testing import check_scorer
+from attnlab.plugins.testing import check_scorer
 
 
 def documented_cosine() -> str:
@@ -109,8 +109,8 @@ def test_every_model_build_probes_a_scorer_that_is_new_to_the_process(make_distr
     """Models are probed once per config and plugin class in a process; a broken scorer is
     refused by every build, and a scorer name that now points at a broken class (an upgraded
     plugin in a long-running server) is probed again."""
-    from attnlab.model import build_model, build_task
-    from attnlab.plugins.probe import PluginContractError
+    from attnlab.model.assembly import build_model, build_task
+    from attnlab.plugins._probe import PluginContractError
 
     tiny = dict(hidden_size=8, embedding_dim=4, train_size=20, validation_size=5, test_size=5)
     broken = ExperimentConfig(scorer="transposed", **tiny)
@@ -128,7 +128,7 @@ def test_every_model_build_probes_a_scorer_that_is_new_to_the_process(make_distr
 
 
 def test_plugins_check_marks_the_broken_scorer(transposed, capsys):
-    from attnlab.flows import cli
+    from attnlab.flows.cli import app as cli
 
     code = cli.main(["plugins", "--check"])
     out = capsys.readouterr().out
@@ -136,7 +136,7 @@ def test_plugins_check_marks_the_broken_scorer(transposed, capsys):
     rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("  ")}
     assert "thirdparty-transposed 1.0  BROKEN: scorer 'transposed' (thirdparty_transposed:TransposedAttention" in rows["transposed"]
     assert "got [3, 5, 2] (transposed?)" in rows["transposed"]
-    assert rows["scaled_dot"].endswith("attnlab.plugins.scorers:ScaledDotAttention  ok")
+    assert rows["scaled_dot"].endswith("attnlab.plugins.builtin.scorers:ScaledDotAttention  ok")
     assert all(rows[name].endswith("  ok") for name in ("gru", "rnn", "transformer", "date", "reverse"))
     assert out.splitlines()[-1] == "1 broken plugin(s)"
 

@@ -1,0 +1,126 @@
+"""Data splits by value and their encoding into padded tensors.
+
+Splits are made by the task's key (for dates: the date itself), so no value is shared between
+train, validation and test, even when the same date appears in several source formats.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from torch import Tensor
+
+from attnlab.plugins import Example, Task
+from attnlab.data.vocab import PAD, Vocab, pad_batch
+
+SPLIT_NAMES = ("train", "validation", "test")
+
+
+@dataclass(frozen=True)
+class Splits:
+    """Examples of each split; no key occurs in two splits."""
+
+    train: list[Example]
+    validation: list[Example]
+    test: list[Example]
+
+    def items(self) -> list[tuple[str, list[Example]]]:
+        return [(name, getattr(self, name)) for name in SPLIT_NAMES]
+
+
+def draw_distinct(task: Task, n: int, rng: random.Random, exclude: set[str] = frozenset()) -> list[Example]:
+    """``n`` examples of ``task`` with distinct keys, none of them in ``exclude``.
+
+    Raises ValueError when the task cannot produce that many (its space is too small).
+    """
+    space = task.space_size
+    if space is not None and n + len(exclude) > space:
+        raise ValueError(
+            f"asked for {n + len(exclude)} distinct examples but task {type(task).__name__} has "
+            f"only {space} distinct values; ask for at most {space} in all"
+        )
+    by_key: dict[str, Example] = {}
+    # Rejection sampling; allowing 50x the draws keeps near-full spaces finishable yet bounded.
+    for _ in range(50 * n + 1000):
+        if len(by_key) == n:
+            return list(by_key.values())
+        example = task.sample(rng)
+        key = task.key(example)
+        if key not in exclude:
+            by_key.setdefault(key, example)
+    if len(by_key) == n:
+        return list(by_key.values())
+    raise ValueError(
+        f"could only draw {len(by_key)} distinct examples of {n} from {type(task).__name__}; "
+        "ask for fewer or widen the task's options"
+    )
+
+
+def check_sizes(task: Task, sizes: tuple[int, int, int], test_task: Task | None = None) -> None:
+    """Raise ValueError when the task(s) have fewer distinct values than the splits ask for.
+
+    Cheap (no example is drawn), so callers can check a config before any work starts.
+    """
+    n_train, n_val, n_test = sizes
+    needs = [("train + validation + test", task, n_train + n_val + n_test)]
+    if test_task is not None:
+        needs = [("train + validation", task, n_train + n_val), ("test", test_task, n_test)]
+    for what, plugin, count in needs:
+        space = plugin.space_size
+        if space is not None and count > space:
+            raise ValueError(
+                f"{what} = {count} examples, but task {type(plugin).__name__} has only {space} "
+                f"distinct values with these options; ask for at most {space}"
+            )
+
+
+def make_splits(task: Task, sizes: tuple[int, int, int], seed: int, test_task: Task | None = None) -> Splits:
+    """Train, validation and test splits of the given sizes, no key shared between them.
+
+    ``test_task`` (default: ``task``) draws the test split, e.g. the same task with longer
+    sources than training ever saw. Deterministic for a seed.
+    """
+    check_sizes(task, sizes, test_task)
+    n_train, n_val, n_test = sizes
+    rng = random.Random(seed)
+    seen = draw_distinct(task, n_train + n_val, rng)
+    test = draw_distinct(test_task or task, n_test, rng, exclude={task.key(ex) for ex in seen})
+    return Splits(seen[:n_train], seen[n_train:], test)
+
+
+@dataclass(frozen=True)
+class EncodedExamples:
+    """A split as tensors.
+
+    src: long [N, Ls]; src_mask: bool [N, Ls]; tgt: long [N, Lt + 2] (SOS, target, EOS, PAD...);
+    source_lengths: long [N].
+    """
+
+    src: Tensor
+    src_mask: Tensor
+    tgt: Tensor
+    source_lengths: Tensor
+
+    def __len__(self) -> int:
+        return self.src.shape[0]
+
+    def rows(self, index: slice | Tensor) -> "EncodedExamples":
+        """The rows selected by ``index`` (a slice or a long index tensor)."""
+        return EncodedExamples(self.src[index], self.src_mask[index], self.tgt[index], self.source_lengths[index])
+
+    def trimmed(self) -> "EncodedExamples":
+        """The same rows without the padding columns that no row needs."""
+        src_len = int(self.source_lengths.max())
+        tgt_len = int((self.tgt != PAD).sum(dim=1).max())
+        return EncodedExamples(self.src[:, :src_len], self.src_mask[:, :src_len], self.tgt[:, :tgt_len], self.source_lengths)
+
+    def to(self, device) -> "EncodedExamples":
+        return EncodedExamples(*(t.to(device) for t in (self.src, self.src_mask, self.tgt, self.source_lengths)))
+
+
+def encode_examples(examples: list[Example], src_vocab: Vocab, tgt_vocab: Vocab) -> EncodedExamples:
+    """Encode and pad ``examples`` (sources plain, targets framed by SOS/EOS)."""
+    src, src_mask = pad_batch([src_vocab.encode(ex.source) for ex in examples])
+    tgt, _ = pad_batch([tgt_vocab.encode(ex.target, sos=True, eos=True) for ex in examples])
+    return EncodedExamples(src, src_mask, tgt, src_mask.sum(dim=1))

@@ -1,0 +1,196 @@
+"""Evaluation: predictions for a split and the metrics a lab reports about them.
+
+Output metrics come from free-running decoding (greedy or beam). Attention metrics come from
+one teacher-forced pass over the gold targets, so step t's weights are compared with the gold
+alignment of target character t (the measures of :mod:`attnlab.evaluation.alignment`); the erasure tests
+(:mod:`attnlab.evaluation.erasure`) ask whether the attended position is the one the output depends on.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import pandas as pd
+import torch
+from torch import Tensor
+
+from attnlab.evaluation.alignment import AlignmentTally
+from attnlab.data.splits import EncodedExamples, encode_examples
+from attnlab.model.decode import beam_search, default_max_length, greedy_decode
+from attnlab.evaluation.erasure import erasure_metrics
+from attnlab.model.assembly import Seq2Seq
+from attnlab.plugins import Example
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """metrics: name -> float; per_length: one row per source-length bucket; predictions: one
+    row per example (source, target, prediction, correct, source_length); alignment_offsets:
+    share of aligned steps per offset (offset, steps, share; see
+    :meth:`attnlab.evaluation.alignment.AlignmentTally.offset_table`), None for a scorer that does not
+    attend or a task without alignments."""
+
+    metrics: dict[str, float]
+    per_length: pd.DataFrame
+    predictions: pd.DataFrame
+    alignment_offsets: pd.DataFrame | None = None
+
+
+def decode_texts(
+    model: Seq2Seq,
+    data: EncodedExamples,
+    max_length: int | None = None,
+    batch_size: int = 1024,
+    beam_size: int = 1,
+) -> list[str]:
+    """Predicted strings for every row of ``data``, decoded in batches of ``batch_size``;
+    ``max_length`` bounds the steps (default: :func:`default_max_length` of the sources)."""
+    model.eval()
+    max_length = max_length or default_max_length(data.src.shape[1])
+    texts: list[str] = []
+    for start in range(0, len(data), batch_size):
+        src = data.src[start : start + batch_size]
+        mask = data.src_mask[start : start + batch_size]
+        if beam_size == 1:
+            tokens = greedy_decode(model, src, mask, max_length).tokens
+        else:
+            tokens = beam_search(model, src, mask, max_length, beam_size)
+        texts.extend(model.tgt_vocab.decode(row) for row in tokens.tolist())
+    return texts
+
+
+def exact_match(predictions: list[str], targets: list[str]) -> float:
+    """Share of predictions equal to their target."""
+    return sum(p == t for p, t in zip(predictions, targets)) / max(len(targets), 1)
+
+
+def char_hits(prediction: str, target: str) -> int:
+    """How many target characters the prediction has at their position."""
+    return sum(a == b for a, b in zip(prediction, target))
+
+
+def char_accuracy(predictions: list[str], targets: list[str]) -> float:
+    """Share of target characters predicted at their position (missing ones count as wrong)."""
+    hits = sum(char_hits(p, t) for p, t in zip(predictions, targets))
+    return hits / max(sum(len(t) for t in targets), 1)
+
+
+def length_buckets(lengths: pd.Series, max_buckets: int = 10) -> pd.Series:
+    """Label each length with its bucket, e.g. "21-25"; single lengths when few distinct ones."""
+    low, high = int(lengths.min()), int(lengths.max())
+    width = max(1, math.ceil((high - low + 1) / max_buckets))
+    start = low + (lengths - low) // width * width
+    return start.map(lambda s: str(s) if width == 1 else f"{s}-{s + width - 1}")
+
+
+def per_length_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Accuracy per source-length bucket from a predictions frame."""
+    frame = frame.assign(bucket=length_buckets(frame["source_length"]))
+    frame["char_hits"] = [char_hits(p, t) for p, t in zip(frame["prediction"], frame["target"])]
+    frame["target_chars"] = frame["target"].str.len()
+    table = frame.groupby("bucket", sort=False).agg(
+        min_length=("source_length", "min"),
+        count=("correct", "size"),
+        exact_match=("correct", "mean"),
+        char_hits=("char_hits", "sum"),
+        target_chars=("target_chars", "sum"),
+    )
+    table["char_accuracy"] = table.pop("char_hits") / table.pop("target_chars")
+    return table.sort_values("min_length").reset_index().rename(columns={"bucket": "length"})
+
+
+@torch.inference_mode()
+def teacher_forced_attention(model: Seq2Seq, data: EncodedExamples) -> tuple[Tensor | None, Tensor]:
+    """Attention over the gold targets: weights [N, Lt + 1, Ls] (None for a scorer that does
+    not attend) and the target-step mask bool [N, Lt + 1] (True on real steps, EOS included)."""
+    model.eval()
+    tgt_in, tgt_out = data.tgt[:, :-1], data.tgt[:, 1:]
+    out = model(data.src, data.src_mask, tgt_in, need_weights=True)
+    return out.weights, tgt_out != 0
+
+
+@dataclass
+class AttentionTally:
+    """Running sums behind the attention metrics, so batches combine exactly."""
+
+    alignment: AlignmentTally = field(default_factory=AlignmentTally)
+    entropy_sum: float = 0.0
+    steps: int = 0
+    pad_mass: float = 0.0
+    attends: bool = True
+
+    def add(self, weights: Tensor | None, step_mask: Tensor, src_mask: Tensor, examples: list[Example]) -> None:
+        """weights [N, T, Ls] or None; step_mask bool [N, T]; src_mask bool [N, Ls]."""
+        if weights is None:
+            self.attends = False
+            return
+        entropy = -(weights * weights.clamp_min(1e-12).log()).sum(-1)
+        self.entropy_sum += float(entropy[step_mask].sum())
+        self.steps += int(step_mask.sum())
+        on_pad = (weights * (~src_mask).unsqueeze(1)).sum(-1)[step_mask]
+        self.pad_mass = max(self.pad_mass, float(on_pad.max()) if on_pad.numel() else 0.0)
+        argmax = weights.argmax(dim=-1).tolist()
+        for row, example in enumerate(examples):
+            self.alignment.add(argmax[row], example.alignment)
+
+    def metrics(self) -> dict[str, float]:
+        """alignment_accuracy: share of aligned target characters whose most-attended source
+        position is a gold one, and the other measures of :class:`attnlab.evaluation.alignment.AlignmentTally`
+        (NaN without attention or gold); attention_entropy: mean entropy (nats) of a step's
+        weights; pad_attention_mass: the largest total weight any step puts on padding (must be 0)."""
+        nan = math.nan
+        return {
+            **self.alignment.metrics(),
+            "attention_entropy": self.entropy_sum / self.steps if self.attends and self.steps else nan,
+            "pad_attention_mass": self.pad_mass,
+        }
+
+    def offset_table(self) -> pd.DataFrame | None:
+        """The alignment offsets per step (None without an aligned step)."""
+        return self.alignment.offset_table() if self.alignment.steps else None
+
+
+def score_exact_match(model: Seq2Seq, examples: list[Example], beam_size: int = 1, batch_size: int = 1024) -> float:
+    """Exact match of ``model`` on ``examples``, decoding only (what a promotion compares; the
+    attention measures and erasure tests of :func:`evaluate` would cost ~1 s more a model)."""
+    device = next(model.parameters()).device
+    data = encode_examples(examples, model.src_vocab, model.tgt_vocab).to(device)
+    return exact_match(decode_texts(model, data, None, batch_size, beam_size), [ex.target for ex in examples])
+
+
+def evaluate(
+    model: Seq2Seq,
+    examples: list[Example],
+    beam_size: int = 1,
+    batch_size: int = 1024,
+    max_length: int | None = None,
+) -> Evaluation:
+    """Decode ``examples`` (greedy, or beam search with ``beam_size`` > 1) and compute every
+    metric, the erasure tests on a fixed sample of them (:func:`attnlab.evaluation.erasure.erasure_metrics`);
+    ``max_length`` bounds the decoding steps."""
+    device = next(model.parameters()).device
+    data = encode_examples(examples, model.src_vocab, model.tgt_vocab).to(device)
+    predictions = decode_texts(model, data, max_length, batch_size, beam_size)
+    targets = [ex.target for ex in examples]
+    frame = pd.DataFrame(
+        {
+            "source": [ex.source for ex in examples],
+            "target": targets,
+            "prediction": predictions,
+            "correct": [p == t for p, t in zip(predictions, targets)],
+            "source_length": [len(ex.source) for ex in examples],
+        }
+    )
+    metrics = {
+        "exact_match": exact_match(predictions, targets),
+        "char_accuracy": char_accuracy(predictions, targets),
+    }
+    tally = AttentionTally()
+    for start in range(0, len(data), batch_size):
+        chunk = data.rows(slice(start, start + batch_size))
+        weights, step_mask = teacher_forced_attention(model, chunk)
+        tally.add(weights, step_mask, chunk.src_mask, examples[start : start + batch_size])
+    metrics.update(tally.metrics())
+    metrics.update(erasure_metrics(model, examples))
+    return Evaluation(metrics, per_length_table(frame), frame, tally.offset_table())

@@ -1,0 +1,97 @@
+"""``attnlab compare``: runs side by side, the params in which they differ and their metrics.
+
+Pure: runs arrive as plain dicts (run records, see :mod:`attnlab.ops.run_listing`); the comparison is
+a JSON-ready dict, rendered for a terminal by :func:`format_comparison`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+from attnlab.ops.run_listing import Record, short_id, started
+
+#: Run metrics compared besides the ``test_*`` ones (extras the train flow logs).
+EXTRA_METRICS = ("epochs_trained", "train_seconds", "parameters")
+
+
+def run_label(record: Record) -> str:
+    """A run's column heading: its short id and name."""
+    name = record.get("run_name") or ""
+    return f"{short_id(record['run_id'])} {name}".strip()
+
+
+def differing_params(records: Sequence[Record]) -> dict[str, list[str | None]]:
+    """The params whose values are not the same in every run (None: the run lacks it), sorted
+    by name; each maps to one value per run, in the order of ``records``."""
+    names = sorted({key for r in records for key in r.get("params", {})})
+    table = {}
+    for name in names:
+        values = [r.get("params", {}).get(name) for r in records]
+        if len(set(values)) > 1:
+            table[name] = values
+    return table
+
+
+def compared_metrics(records: Sequence[Record]) -> dict[str, list[float | None]]:
+    """The test metrics (``test_*``; not the per-length series) and :data:`EXTRA_METRICS` of any
+    run, one value per run (None where a run lacks it): test metrics first, by name."""
+    present = {key for r in records for key in r.get("metrics", {})}
+    tests = sorted(k for k in present if k.startswith("test_") and not k.endswith("_by_length"))
+    names = tests + [k for k in EXTRA_METRICS if k in present]
+    return {name: [_value(r.get("metrics", {}).get(name)) for r in records] for name in names}
+
+
+def _value(value: Any) -> float | None:
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
+
+
+def comparison(records: Sequence[Record]) -> dict[str, Any]:
+    """The runs (id, name, experiment, status, start), the params that differ and the metrics."""
+    runs = [
+        {
+            "run_id": r["run_id"],
+            "name": r.get("run_name") or "",
+            "experiment": r.get("experiment"),
+            "status": r["status"],
+            "start_time": started(r.get("start_time")),
+        }
+        for r in records
+    ]
+    return {"runs": runs, "params": differing_params(records), "metrics": compared_metrics(records)}
+
+
+def _metric_text(name: str, value: float | None) -> str:
+    if value is None:
+        return "-"
+    if name in ("parameters", "epochs_trained"):
+        return f"{value:,.0f}"
+    if name.endswith("seconds"):
+        return f"{value:.1f}"
+    return f"{value:.4f}"
+
+
+def _block(title: str, labels: Sequence[str], rows: Mapping[str, Sequence[str]]) -> str:
+    names = list(rows)
+    first = max(len(title), *(len(n) for n in names)) if names else len(title)
+    widths = [max(len(label), *(len(rows[n][i]) for n in names)) if names else len(label) for i, label in enumerate(labels)]
+    lines = [f"{title:<{first}}  " + "  ".join(f"{label:>{w}}" for label, w in zip(labels, widths))]
+    for name in names:
+        lines.append(f"{name:<{first}}  " + "  ".join(f"{cell:>{w}}" for cell, w in zip(rows[name], widths)))
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def format_comparison(compared: Mapping[str, Any]) -> str:
+    """Two blocks, one column per run: the params that differ (or a line saying none does) and
+    the metrics."""
+    runs = compared["runs"]
+    labels = [short_id(r["run_id"]) for r in runs]
+    cells = [(short_id(r["run_id"]), r["name"], r["status"], r["experiment"] or "-", f"started {r['start_time']}") for r in runs]
+    widths = [max(len(row[i]) for row in cells) for i in range(5)]
+    header = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in cells]
+    params = {name: ["-" if v is None else str(v) for v in values] for name, values in compared["params"].items()}
+    metrics = {name: [_metric_text(name, v) for v in values] for name, values in compared["metrics"].items()}
+    parts = ["\n".join(header)]
+    parts.append(_block("params that differ", labels, params) if params else "params: the same in every run")
+    parts.append(_block("metrics", labels, metrics) if metrics else "metrics: none logged")
+    return "\n\n".join(parts)

@@ -1,0 +1,142 @@
+"""The typed, frozen, validated experiment configuration.
+
+One object says everything a run needs: task, plugins and their options, sizes, data sizes,
+optimisation, seed and device. It doubles as the Prefect flow's parameter model (so the Prefect
+UI shows a form) and every field is logged to MLflow as a param.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+if TYPE_CHECKING:  # imported where used: a config is validated (and a mistake reported) without torch
+    import torch
+
+#: Upper bounds of the sizes: far above what the built-in tasks need, far below what exhausts a
+#: machine (``--hidden-size 1000000`` asked for a 12 TB GRU weight). A value above one is refused
+#: at validation, naming the field and the bound.
+MAX_WIDTH = 2048  # embedding_dim, hidden_size: 16x the default hidden size
+MAX_EXAMPLES = 1_000_000  # train_size, validation_size, test_size
+MAX_BATCH = 100_000
+MAX_EPOCHS = 10_000
+MAX_BEAM = 100
+#: Seeds are |seed| < 2**32: the per-epoch batch order seeds torch with seed * 100003 + epoch,
+#: which must fit torch's 64-bit seed.
+SEED_RANGE = 2**32
+#: The largest learning rate: Adam's first step is 10x the learning rate, and above ~3e37 that
+#: overflows float32 (a traceback, not a message). Large rates that still compute end as
+#: divergence (attnlab.training.loop.TrainingDiverged).
+MAX_LEARNING_RATE = 1e30
+
+#: A finite float > 0 (``inf``, ``1e999`` and ``nan`` are refused).
+PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+def _size(limit: int):
+    """An int in 1..limit."""
+    return Annotated[int, Field(gt=0, le=limit)]
+
+
+class ExperimentConfig(BaseModel):
+    """A training run of one seq2seq model with attention."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task: str = Field("date", description="task plugin name (attnlab.tasks)")
+    task_options: dict[str, Any] = Field(default_factory=dict)
+    test_task_options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="task options overriding task_options for the test split only "
+        "(e.g. longer sources than training saw)",
+    )
+    scorer: str = Field("scaled_dot", description="attention scorer plugin name (attnlab.scorers)")
+    scorer_options: dict[str, Any] = Field(default_factory=dict)
+    encoder: str = Field("gru", description="encoder plugin name (attnlab.encoders)")
+    encoder_options: dict[str, Any] = Field(default_factory=dict)
+    decoder: str = Field("rnn", description="decoder plugin name (attnlab.decoders)")
+    decoder_options: dict[str, Any] = Field(default_factory=dict)
+
+    embedding_dim: _size(MAX_WIDTH) = 64
+    hidden_size: _size(MAX_WIDTH) = 128
+
+    train_size: _size(MAX_EXAMPLES) = Field(3000, description="training examples")
+    validation_size: _size(MAX_EXAMPLES) = Field(500, description="validation examples (early stopping)")
+    test_size: _size(MAX_EXAMPLES) = Field(1000, description="held-out test examples")
+
+    epochs: _size(MAX_EPOCHS) = 20
+    batch_size: _size(MAX_BATCH) = 64
+    length_bucketing: _size(MAX_EXAMPLES) = Field(
+        1,
+        description="sort rows by source length within pools of this many batches (1: plain "
+        "shuffled batches); saves padded decoder steps when lengths vary, at some cost in "
+        "convergence",
+    )
+    learning_rate: PositiveFloat = Field(5e-3, description=f"Adam learning rate (at most {MAX_LEARNING_RATE:g})")
+    lr_schedule: Literal["constant", "cosine"] = Field(
+        "constant", description="'cosine' decays the learning rate to 0 over the epochs, step by step"
+    )
+    compile_loops: bool = Field(
+        False,
+        description="run the GRU encoder's and rnn decoder's loops through torch.compile while "
+        "training (needs a C++ compiler): every new batch shape first compiles for tens of "
+        "seconds, then each step is faster; pays off on long runs with fixed-length examples",
+    )
+    clip_norm: PositiveFloat = Field(1.0, description="gradient clipping (max global norm)")
+    teacher_forcing: float = Field(
+        1.0, ge=0.0, le=1.0, allow_inf_nan=False, description="probability of feeding the gold previous token"
+    )
+    target_exact_match: float | None = Field(
+        0.999, gt=0.0, le=1.0, allow_inf_nan=False, description="stop early once validation exact match reaches this"
+    )
+    beam_size: _size(MAX_BEAM) = Field(1, description="1 = greedy decoding at evaluation")
+
+    seed: int = Field(0, gt=-SEED_RANGE, lt=SEED_RANGE)
+    device: str = Field("auto", description="'auto' (CUDA when present), 'cpu', 'cuda', 'cuda:N'")
+
+    @field_validator("learning_rate")
+    @classmethod
+    def _bounded_rate(cls, value: float) -> float:
+        if value > MAX_LEARNING_RATE:  # pydantic's le= would print 1e30 with all 31 digits
+            raise ValueError(f"must be at most {MAX_LEARNING_RATE:g} (Adam's float32 arithmetic overflows above ~3e37)")
+        return value
+
+    @field_validator("device")
+    @classmethod
+    def _known_device(cls, value: str) -> str:
+        if value == "auto":
+            return value
+        import torch
+
+        try:
+            device = torch.device(value)
+        except RuntimeError as exc:
+            raise ValueError(f"unknown device {value!r}; use 'auto', 'cpu' or 'cuda[:N]'") from exc
+        if device.type not in ("cpu", "cuda"):
+            raise ValueError(f"unsupported device {value!r}; use 'auto', 'cpu' or 'cuda[:N]'")
+        return value
+
+    def torch_device(self) -> torch.device:
+        """The device to train on: 'auto' picks CUDA when it is available, else the CPU."""
+        import torch
+
+        if self.device == "auto":
+            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        return torch.device(self.device)
+
+
+def device_problem(device: str, cuda_devices: int) -> str | None:
+    """Why ``device`` (a validated config device) cannot be used on a machine with ``cuda_devices``
+    CUDA devices, or None. Checked before a run starts (a saved config may name a device the
+    machine that loads it lacks, so validation itself does not check)."""
+    import torch
+
+    if device in ("auto", "cpu") or torch.device(device).type != "cuda":
+        return None
+    index = torch.device(device).index or 0
+    if cuda_devices == 0:
+        return f"device {device!r} is not available: no CUDA device here; use 'auto' or 'cpu'"
+    if index >= cuda_devices:
+        return f"device {device!r} is not available: {cuda_devices} CUDA device(s) here (cuda:0..cuda:{cuda_devices - 1}); use one of them, 'auto' or 'cpu'"
+    return None

@@ -1,0 +1,194 @@
+"""A trained model on disk: its config, vocabularies and weights in one folder.
+
+The folder holds ``config.json``, ``vocab.json`` and ``weights.pt``; it is what checkpoints,
+the MLflow model and ``attnlab predict`` load. Torch files (weights, training checkpoints) are
+read by :func:`load_weights`: weights-only, so a crafted file cannot run code. A folder whose
+files are missing, are not what they should be, or do not fit each other is refused by
+:class:`DamagedBundle` naming the file at fault. Importing this module does not import torch:
+:func:`read_bundle` checks the two JSON files before torch loads.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from attnlab.lab.config import ExperimentConfig
+from attnlab.lab.errors import UserError
+
+if TYPE_CHECKING:
+    import torch
+
+    from attnlab.model.assembly import Seq2Seq
+    from attnlab.plugins import Task
+
+BUNDLE_FILES = ("config.json", "vocab.json", "weights.pt")
+#: The ids every vocabulary reserves before its characters (PAD, SOS, EOS, UNK).
+SPECIAL_COUNT = 4
+
+
+class DamagedBundle(UserError, ValueError):
+    """A bundle folder attnlab cannot load: a file missing, not JSON, not a config or vocabulary,
+    or a config or vocabulary that does not match the weights. The message (one line) names the
+    file and what is wrong with it."""
+
+
+def save_bundle(folder: Path, config: ExperimentConfig, model: Seq2Seq) -> Path:
+    """Write ``model`` and its ``config`` into ``folder`` (created if needed); returns it."""
+    import torch
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(config.model_dump_json(indent=2))
+    vocab = {"source": "".join(model.src_vocab.chars), "target": "".join(model.tgt_vocab.chars)}
+    (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False))
+    torch.save({k: v.cpu() for k, v in model.state_dict().items()}, folder / "weights.pt")
+    return folder
+
+
+def load_bundle(folder: Path, device: str | torch.device = "cpu") -> tuple[ExperimentConfig, Task, Seq2Seq]:
+    """Rebuild the config, task and model saved by :func:`save_bundle`, in eval mode;
+    :class:`DamagedBundle` when the folder's files are missing, damaged or do not fit together."""
+    from attnlab.model.assembly import build_model, build_task
+    from attnlab.data.vocab import Vocab
+
+    folder = Path(folder)
+    config, (source, target) = read_bundle(folder)
+    task = build_task(config)
+    model = build_model(config, task, (Vocab(tuple(source)), Vocab(tuple(target))))
+    state = load_weights(folder / "weights.pt")
+    check_weights(folder, model, state, lambda grown: build_model(config, task, grown, probe=False))
+    model.load_state_dict(state)
+    return config, task, model.to(device).eval()
+
+
+def read_bundle(folder: Path) -> tuple[ExperimentConfig, tuple[str, str]]:
+    """The config and the (source, target) characters of bundle ``folder``, checked: every
+    bundle file present, ``config.json`` a valid config, ``vocab.json`` two strings of distinct
+    characters. :class:`DamagedBundle` otherwise. Does not import torch."""
+    folder = Path(folder)
+    missing = [name for name in BUNDLE_FILES if not (folder / name).is_file()]
+    if missing:
+        raise DamagedBundle(
+            f"{str(folder)!r} is not a complete model bundle: {', '.join(missing)} missing "
+            f"(a bundle folder holds {', '.join(BUNDLE_FILES)}, as attnlab train saves them)"
+        )
+    return _read_config(folder / "config.json"), _read_vocab(folder / "vocab.json")
+
+
+def _read_json(path: Path) -> tuple[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+        return text, json.loads(text)
+    except UnicodeDecodeError:
+        raise DamagedBundle(f"{path} is not JSON (not UTF-8 text); restore the file saved with the model") from None
+    except json.JSONDecodeError as exc:
+        raise DamagedBundle(f"{path} is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); restore the file saved with the model") from None
+    except OSError as exc:
+        raise DamagedBundle(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _read_config(path: Path) -> ExperimentConfig:
+    from pydantic import ValidationError
+
+    from attnlab.lab.config_sources import validation_message
+
+    text, _ = _read_json(path)
+    try:
+        return ExperimentConfig.model_validate_json(text)
+    except ValidationError as exc:
+        raise DamagedBundle(f"{path} is not a valid attnlab config: {validation_message(exc, {})}") from None
+
+
+def _read_vocab(path: Path) -> tuple[str, str]:
+    _, data = _read_json(path)
+    if not isinstance(data, dict) or not all(isinstance(data.get(side), str) for side in ("source", "target")):
+        raise DamagedBundle(f'{path} is not a vocabulary: expected {{"source": "CHARACTERS", "target": "CHARACTERS"}}')
+    for side in ("source", "target"):
+        if len(set(data[side])) != len(data[side]):
+            raise DamagedBundle(f"{path} is not a vocabulary: its {side} characters repeat one; restore the file saved with the model")
+    return data["source"], data["target"]
+
+
+class RefusedFile(UserError, ValueError):
+    """A torch file attnlab will not load: it holds more than tensors and plain values (pickled
+    objects or code), or it is no torch file at all. The message is one line."""
+
+
+def load_weights(path: Path) -> Any:
+    """What ``torch.save`` wrote to ``path``, loaded weights-only onto the CPU: tensors and plain
+    containers and values (dicts, lists, tuples, numbers, strings, None). Nothing in the file is
+    imported or run; anything else raises :class:`RefusedFile` naming the file."""
+    import torch
+
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        found = re.search(r"GLOBAL ([\w.]+)", str(exc))
+        if found is None:
+            raise RefusedFile(f"{path} is not a torch file attnlab can load (not tensors and plain values)") from None
+        raise RefusedFile(
+            f"refusing to load {path}: it would import {found.group(1)}, and unpickling it could run code; "
+            "load only weights and checkpoints that attnlab wrote"
+        ) from None
+    except OSError as exc:
+        raise RefusedFile(f"cannot read {path}: {exc.strerror or exc}") from None
+    except Exception as exc:  # noqa: BLE001  torch reports a foreign file as KeyError, RuntimeError, EOFError...
+        raise RefusedFile(f"{path} is not a torch file attnlab can load ({type(exc).__name__}: {exc})") from None
+
+
+def check_weights(folder: Path, model: Seq2Seq, state: Any, rebuild) -> None:
+    """:class:`DamagedBundle` unless ``state`` (what ``weights.pt`` holds) has exactly the tensor
+    names and shapes of ``model`` (built from ``config.json`` and ``vocab.json``); the message
+    says which file does not match the weights. ``rebuild((source, target))`` builds the same
+    model over other vocabularies: it tells the shapes that follow a vocabulary's size."""
+    import torch
+
+    weights = folder / "weights.pt"
+    if not isinstance(state, dict) or not all(isinstance(value, torch.Tensor) for value in state.values()):
+        raise DamagedBundle(f"{weights} does not hold a model's weights (named tensors); restore the file saved with the model")
+    expected = {name: tuple(value.shape) for name, value in model.state_dict().items()}
+    saved = {name: tuple(value.shape) for name, value in state.items()}
+    if expected != saved:
+        raise DamagedBundle(_vocab_mismatch(folder, model, expected, saved, rebuild) or _config_mismatch(folder, expected, saved))
+
+
+def _vocab_mismatch(folder: Path, model: Seq2Seq, expected: dict, saved: dict, rebuild) -> str | None:
+    """The sentence for a ``vocab.json`` whose sizes alone differ from the weights, else None."""
+    from attnlab.data.vocab import Vocab
+
+    if expected.keys() != saved.keys() or any(len(expected[name]) != len(saved[name]) for name in expected):
+        return None
+    source, target = model.src_vocab, model.tgt_vocab
+    grown = {
+        "source": rebuild((Vocab(source.chars + ("\0",)), target)),
+        "target": rebuild((source, Vocab(target.chars + ("\0",)))),
+    }
+    follows = {}  # (tensor, dimension) -> the side whose vocabulary size it is
+    for side, other in grown.items():
+        for name, value in other.state_dict().items():
+            follows.update({(name, i): side for i, size in enumerate(value.shape) if size != expected[name][i]})
+    differing = [(name, i) for name in expected for i, (want, got) in enumerate(zip(expected[name], saved[name])) if want != got]
+    if not all(key in follows for key in differing):
+        return None
+    trained = {follows[(name, i)]: saved[name][i] - SPECIAL_COUNT for name, i in differing}
+    listed = {"source": len(source.chars), "target": len(target.chars)}
+    sides = "; ".join(f"it lists {listed[side]} {side} characters, the weights were trained with {count}" for side, count in sorted(trained.items()))
+    return f"{folder / 'vocab.json'} does not match {folder / 'weights.pt'}: {sides}; restore the vocab.json saved with these weights"
+
+
+def _config_mismatch(folder: Path, expected: dict, saved: dict) -> str:
+    """The sentence for a ``config.json`` that builds another model than the weights hold."""
+    shape = next((name for name in expected if name in saved and expected[name] != saved[name]), None)
+    missing = sorted(expected.keys() - saved.keys())
+    if shape is not None:
+        detail = f"tensor {shape} is {list(saved[shape])} in the weights but {list(expected[shape])} in the model the config describes"
+    elif missing:
+        detail = f"the weights have no tensor {missing[0]}" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "") + ", which the model the config describes needs"
+    else:
+        extra = sorted(saved.keys() - expected.keys())
+        detail = f"the weights hold tensor {extra[0]}" + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else "") + ", which the model the config describes has no place for"
+    return f"{folder / 'config.json'} does not match {folder / 'weights.pt'}: {detail}; restore the config.json saved with these weights"

@@ -1,0 +1,257 @@
+"""Batched training with teacher forcing, Adam, gradient clipping, early stopping and
+per-epoch checkpoints a run can resume from.
+
+Progress leaves through callbacks, one per epoch and one per step (the flow logs them); nothing
+here knows about Prefect or MLflow.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+from attnlab.lab.config import ExperimentConfig
+from attnlab.data.splits import EncodedExamples
+from attnlab.model.cpu_settings import tune_cpu
+from attnlab.evaluation.metrics import decode_texts, exact_match
+from attnlab.model.assembly import Seq2Seq
+from attnlab.plugins._recurrence import compiled
+from attnlab.training.progress import StepCallback, StepProgress
+from attnlab.data.vocab import PAD
+
+#: Called after every epoch with that epoch's metrics (epoch, train_loss, val_loss,
+#: val_exact_match, seconds (the whole epoch), train_seconds (its optimisation steps alone),
+#: samples_per_second).
+EpochCallback = Callable[[dict[str, float]], None]
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss became NaN or infinite, or grew by orders of magnitude (see divergence)."""
+
+
+#: A training loss above this many times the run's first one has diverged: it started near the
+#: loss of a uniform guess, and no step of a working optimisation multiplies it by 1000.
+DIVERGENCE_FACTOR = 1e3
+
+
+def divergence(loss: float, first_loss: float | None) -> str | None:
+    """Why a training loss means divergence, or None.
+
+    ``first_loss`` is the run's first training loss (None until there is one). A NaN or infinite
+    loss has diverged, and so has one above DIVERGENCE_FACTOR x ``first_loss`` (a learning rate
+    of 1e30 gives losses near 1e32 without ever becoming NaN).
+    """
+    if not math.isfinite(loss):
+        return f"loss became {loss}"
+    if first_loss is not None and first_loss > 0 and loss > DIVERGENCE_FACTOR * first_loss:
+        return f"loss grew to {loss:.3g}, over {DIVERGENCE_FACTOR:g}x the first one ({first_loss:.3g})"
+    return None
+
+
+@dataclass
+class TrainResult:
+    """history: one metrics dict per epoch; stopped_early: the target exact match was reached."""
+
+    history: list[dict[str, float]] = field(default_factory=list)
+    stopped_early: bool = False
+    train_seconds: float = 0.0
+
+
+def length_bucketed_batches(
+    lengths: torch.Tensor, batch_size: int, generator: torch.Generator, pool: int = 1
+) -> list[torch.Tensor]:
+    """Shuffled batches of row indices in which sources have similar lengths.
+
+    Rows are shuffled, cut into pools of ``pool`` batches, sorted by length within each pool and
+    batched; the batches are shuffled again. Less padding means fewer decoder steps per batch;
+    ``pool=1`` gives plain shuffled batches.
+    lengths: long [N]. Returns index tensors of at most ``batch_size`` rows.
+    """
+    order = torch.randperm(len(lengths), generator=generator)
+    batches = []
+    for start in range(0, len(order), batch_size * pool):
+        chunk = order[start : start + batch_size * pool]
+        chunk = chunk[torch.argsort(lengths[chunk], stable=True)]
+        batches.extend(chunk.split(batch_size))
+    return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
+
+
+def _loss(model: Seq2Seq, batch: EncodedExamples, teacher_forcing: float) -> torch.Tensor:
+    """Mean cross-entropy over real target tokens (PAD ignored)."""
+    out = model(batch.src, batch.src_mask, batch.tgt[:, :-1], teacher_forcing=teacher_forcing)
+    return F.cross_entropy(out.logits.transpose(1, 2), batch.tgt[:, 1:], ignore_index=PAD)
+
+
+@torch.no_grad()
+def validation_metrics(model: Seq2Seq, data: EncodedExamples, max_length: int | None = None) -> dict[str, float]:
+    """Teacher-forced loss and greedy exact match on ``data``."""
+    model.eval()
+    loss = float(_loss(model, data, 1.0))
+    texts = decode_texts(model, data, max_length)
+    targets = [model.tgt_vocab.decode(row[1:]) for row in data.tgt.tolist()]
+    return {"val_loss": loss, "val_exact_match": exact_match(texts, targets)}
+
+
+def _validate(model: Seq2Seq, data: EncodedExamples, max_length: int | None, config: ExperimentConfig) -> dict[str, float]:
+    """validation_metrics, its decoding compiled too under ``config.compile_loops`` (its batch
+    shapes repeat every epoch)."""
+    with compiled(config.compile_loops):
+        return validation_metrics(model, data, max_length)
+
+
+def _schedule(optimizer: torch.optim.Optimizer, config: ExperimentConfig, examples: int) -> torch.optim.lr_scheduler.LRScheduler:
+    """The per-batch learning-rate schedule of ``config.lr_schedule``."""
+    if config.lr_schedule == "cosine":
+        steps = config.epochs * math.ceil(examples / config.batch_size)
+        return torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=max(1, steps))
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
+
+
+#: What a checkpoint holds (all tensors and plain values: it loads weights-only).
+CHECKPOINT_KEYS = frozenset({"config", "model", "optimizer", "schedule", "history", "train_seconds", "rng"})
+
+
+def _save_checkpoint(path: Path, model, optimizer, schedule, result: TrainResult, config: ExperimentConfig) -> None:
+    tmp = path.with_suffix(".tmp")
+    torch.save(
+        {
+            "config": config.model_dump(mode="json"),
+            "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "schedule": schedule.state_dict(),
+            "history": result.history,
+            "train_seconds": result.train_seconds,
+            "rng": torch.get_rng_state(),
+        },
+        tmp,
+    )
+    tmp.replace(path)  # atomic: an interrupted save never leaves a half-written checkpoint
+
+
+def _resume(path: Path, model, optimizer, schedule, config: ExperimentConfig) -> TrainResult:
+    """Load the checkpoint at ``path`` into the model, optimizer and schedule; its history.
+    Weights-only (:func:`attnlab.model.bundle.load_weights`): a checkpoint is often someone else's file
+    (an artifact of a stopped run), and unpickling anything more could run code."""
+    from attnlab.model.bundle import RefusedFile, load_weights
+
+    state = load_weights(path)
+    missing = CHECKPOINT_KEYS - state.keys() if isinstance(state, dict) else CHECKPOINT_KEYS
+    if missing:
+        raise RefusedFile(f"{path} is not an attnlab checkpoint (no {', '.join(sorted(missing))})")
+    if state["config"] != config.model_dump(mode="json"):
+        raise ValueError(
+            f"checkpoint {path} was written by a different configuration; "
+            "delete it or point the run at another checkpoint file"
+        )
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    schedule.load_state_dict(state["schedule"])
+    torch.set_rng_state(state["rng"])
+    return TrainResult(history=state["history"], train_seconds=state["train_seconds"])
+
+
+def train(
+    model: Seq2Seq,
+    train_data: EncodedExamples,
+    validation_data: EncodedExamples,
+    config: ExperimentConfig,
+    max_length: int | None = None,
+    on_epoch: EpochCallback | None = None,
+    checkpoint: Path | None = None,
+    on_step: StepCallback | None = None,
+) -> TrainResult:
+    """Train ``model`` in place for up to ``config.epochs`` epochs.
+
+    Every epoch ends with a validation pass (loss, greedy exact match), the callback and, when
+    ``checkpoint`` is given, a checkpoint there. If that file already exists (same config),
+    training resumes after its last epoch. ``on_step`` hears of every optimisation step (a
+    :class:`~attnlab.training.progress.StepProgress`: the progress inside an epoch; it runs on the
+    training clock, so keep it cheap). Stops early once validation exact match reaches
+    ``config.target_exact_match``. Raises TrainingDiverged on a NaN/inf loss or one that grew by
+    orders of magnitude (see :func:`divergence`). Deterministic for a
+    fixed seed on the CPU: the batch order of epoch e depends only on (seed, e).
+    """
+    device = next(model.parameters()).device
+    train_data, validation_data = train_data.to(device), validation_data.to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+    schedule = _schedule(optimizer, config, len(train_data))
+    result = TrainResult()
+    if checkpoint is not None and checkpoint.exists():
+        result = _resume(checkpoint, model, optimizer, schedule, config)
+        if _reached_target(result.history, config):
+            result.stopped_early = True
+            return result
+    first_loss = result.history[0]["train_loss"] if result.history else None
+    steps = math.ceil(len(train_data) / config.batch_size)
+    for epoch in range(len(result.history) + 1, config.epochs + 1):
+        started = time.perf_counter()
+        model.train()
+        generator = torch.Generator().manual_seed(config.seed * 100_003 + epoch)
+        loss_sum, seen = 0.0, 0
+        batches = length_bucketed_batches(
+            train_data.source_lengths.cpu(), config.batch_size, generator, config.length_bucketing
+        )
+        for step, index in enumerate(batches, 1):
+            batch = train_data.rows(index.to(device)).trimmed()
+            loss = train_step(model, batch, optimizer, config)
+            problem = divergence(loss, first_loss)
+            if problem:
+                raise TrainingDiverged(f"{problem} at epoch {epoch}; lower the learning rate")
+            first_loss = loss if first_loss is None else first_loss
+            schedule.step()
+            loss_sum += loss * len(batch)
+            seen += len(batch)
+            if on_step is not None:
+                on_step(
+                    StepProgress(
+                        epoch, config.epochs, step, steps, (epoch - 1) * steps + step, seen, len(train_data),
+                        loss, loss_sum / seen, seen / (time.perf_counter() - started),
+                    )
+                )  # fmt: skip
+        train_seconds = time.perf_counter() - started
+        metrics = {
+            "epoch": epoch,
+            "train_loss": loss_sum / seen,
+            **_validate(model, validation_data, max_length, config),
+            "seconds": time.perf_counter() - started,
+            "train_seconds": train_seconds,
+            "samples_per_second": seen / train_seconds,
+            "learning_rate": optimizer.param_groups[0]["lr"],
+        }
+        result.history.append(metrics)
+        result.train_seconds += metrics["seconds"]
+        if checkpoint is not None:
+            _save_checkpoint(checkpoint, model, optimizer, schedule, result, config)
+        if on_epoch is not None:
+            on_epoch(metrics)
+        if _reached_target(result.history, config):
+            result.stopped_early = True
+            break
+    return result
+
+
+def train_step(model: Seq2Seq, batch: EncodedExamples, optimizer: torch.optim.Optimizer, config: ExperimentConfig) -> float:
+    """One optimisation step on ``batch`` (teacher forcing, clipping, the optimizer's update);
+    returns the batch's loss. A NaN or infinite loss is returned without updating the model."""
+    tune_cpu()
+    with compiled(config.compile_loops):
+        loss = _loss(model, batch, config.teacher_forcing)
+        value = loss.item()
+        if not math.isfinite(value):
+            return value
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
+    optimizer.step()
+    return value
+
+
+def _reached_target(history: list[dict[str, float]], config: ExperimentConfig) -> bool:
+    target = config.target_exact_match
+    return bool(history) and target is not None and history[-1]["val_exact_match"] >= target

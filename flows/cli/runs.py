@@ -1,0 +1,294 @@
+"""``attnlab runs`` (the recent runs of an experiment; ``--stale``: runs left RUNNING by a process
+that is gone, ``--end`` ends them FAILED) and ``attnlab compare`` (runs side by side, and their
+attention on the same inputs in one figure).
+
+Only the MLflow queries live here; the tables are built by :mod:`attnlab.ops.run_listing` and
+:mod:`attnlab.evaluation.run_compare`, the figure by :mod:`attnlab.viz.run_plots`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from attnlab.flows.cli.support import quiet, user_errors
+from attnlab.flows.tracking.errors import UserError
+from attnlab.lab.output_paths import check_output_file
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``runs`` and ``compare`` to the ``attnlab`` app."""
+    app.command()(runs)
+    app.command()(compare)
+
+
+# --------------------------------------------------------------------------- MLflow queries
+
+
+def open_store(writable: bool = False):
+    """(store, client) of the store this process uses, checked (for reading only unless
+    ``writable``); UserError when the embedded store holds nothing yet."""
+    from mlflow import MlflowClient
+
+    from attnlab.flows.tracking import store_guard
+    from attnlab.flows.tracking.store import check_store, resolve_store, use_store
+
+    store = resolve_store()
+    if store.embedded and not (store.folder / "mlflow.db").exists():
+        store_guard.check_not_lost(store.folder)  # the database is lost, not yet to be made
+        raise UserError(f"no MLflow store at {store.folder} yet (no run was logged there); train a model first: attnlab train")
+    check_store(store, writable=writable)
+    use_store(store)
+    return store, MlflowClient(store.tracking_uri)
+
+
+def run_record(run, experiment: str | None) -> dict[str, Any]:
+    """An MLflow run as the plain dict the core's tables take (see :mod:`attnlab.ops.run_listing`)."""
+    return {
+        "run_id": run.info.run_id,
+        "run_name": run.info.run_name,
+        "experiment": experiment,
+        "status": run.info.status,
+        "start_time": run.info.start_time,
+        "tags": dict(run.data.tags),
+        "params": dict(run.data.params),
+        "metrics": dict(run.data.metrics),
+    }
+
+
+def chosen_experiments(client, store, experiment: str | None, task: str | None) -> dict[str, str]:
+    """Experiment id -> name: ``experiment``, else ``attnlab-<task>``, else (neither given) every
+    experiment of the store. UserError naming the experiments there when the one asked for is not."""
+    if experiment is not None and task is not None:
+        raise UserError(f"give --experiment ({experiment!r}) or --task ({task!r}), not both")
+    every = {e.experiment_id: e.name for e in client.search_experiments()}
+    if experiment is None and task is None:
+        return every
+    from attnlab.flows.tracking.runs import experiment_name
+
+    name = experiment if experiment is not None else experiment_name(task)
+    found = {key: value for key, value in every.items() if value == name}
+    if not found:
+        names = ", ".join(sorted(every.values())) or "none"
+        raise UserError(f"no experiment {name!r} in {store.tracking_uri}; experiments there: {names}")
+    return found
+
+
+def recent_runs(client, experiments: dict[str, str], statuses: tuple[str, ...], limit: int) -> list[dict[str, Any]]:
+    """The newest ``limit`` runs of ``experiments`` (with one of ``statuses`` when given) as run
+    records, newest first: one query (one per status: MLflow's filter has no OR)."""
+    filters = [f"attributes.status = '{status}'" for status in statuses] or [""]
+    found = []
+    for where in filters:
+        found += client.search_runs(list(experiments), where, max_results=limit, order_by=["attributes.start_time DESC"])
+    found.sort(key=lambda run: run.info.start_time or 0, reverse=True)
+    return [run_record(run, experiments.get(run.info.experiment_id)) for run in found[:limit]]
+
+
+def champion_runs(client, tasks: set[str]) -> dict[str, str | None]:
+    """The run ids of the model versions holding the champion alias of ``attnlab-<task>``, each
+    with why its model cannot be loaded (as the last promotion found it), or None."""
+    from attnlab.flows.tracking.registry import champion_version, model_name
+    from attnlab.flows.tracking.promote import UNUSABLE_TAG
+
+    holders = (champion_version(client, model_name(task)) for task in sorted(tasks))
+    return {v.run_id: (v.tags or {}).get(UNUSABLE_TAG) for v in holders if v is not None and v.run_id}
+
+
+# --------------------------------------------------------------------------- attnlab runs
+
+
+def runs(
+    experiment: Optional[str] = typer.Option(None, metavar="NAME", help="MLflow experiment (default: attnlab-<task>)"),
+    task: Optional[str] = typer.Option(None, metavar="NAME", help="list the experiment attnlab-<task> (default: date)"),
+    limit: int = typer.Option(20, min=1, max=50000, metavar="N", help="show the newest N runs"),
+    status: list[str] = typer.Option([], metavar="STATUS", help="only runs with this status (RUNNING, FINISHED, FAILED, KILLED, SCHEDULED); repeat or comma-separate"),
+    stale: bool = typer.Option(False, "--stale", help="list the RUNNING runs whose process is gone (every experiment unless --experiment/--task)"),
+    end: bool = typer.Option(False, "--end", help="with --stale: end those runs FAILED"),
+    json_output: bool = typer.Option(False, "--json", help="print one JSON object"),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="show MLflow's logs"),
+) -> None:
+    """List recent runs: status, plugins, test metrics, the champion marked; --stale: runs left RUNNING by a dead process."""
+    quiet(verbose)
+    with user_errors():
+        from attnlab.ops.run_listing import check_statuses
+
+        try:
+            statuses = check_statuses(status)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+        if end and not stale:
+            raise UserError("--end ends stale runs: give it with --stale")
+        if stale:
+            if status:
+                raise UserError("--stale lists RUNNING runs only: leave out --status")
+            payload, text = _stale(experiment, task, end)
+        else:
+            payload, text = _listing(experiment, task if experiment is not None or task is not None else "date", statuses, limit)
+    typer.echo(json.dumps(payload, ensure_ascii=False) if json_output else text)
+
+
+def _listing(experiment: str | None, task: str | None, statuses: tuple[str, ...], limit: int) -> tuple[dict, str]:
+    from attnlab.ops.run_listing import format_runs, run_row
+
+    store, client = open_store()
+    experiments = chosen_experiments(client, store, experiment, task)
+    records = recent_runs(client, experiments, statuses, limit)
+    champions = champion_runs(client, {r["tags"]["task"] for r in records if r["tags"].get("task")})
+    rows = [run_row(record, champions) for record in records]
+    names = sorted(experiments.values())
+    payload = {"tracking_uri": store.tracking_uri, "experiments": names, "runs": rows}
+    which = f" with status {', '.join(statuses)}" if statuses else ""
+    text = format_runs(rows) if rows else f"no runs{which} in experiment {', '.join(names)} ({store.tracking_uri})"
+    return payload, text
+
+
+def _stale(experiment: str | None, task: str | None, end: bool) -> tuple[dict, str]:
+    from attnlab.flows.tracking.runs import end_stale_runs, find_stale_runs
+    from attnlab.ops.run_listing import format_stale, stale_row
+
+    store, client = open_store(writable=end)
+    experiments = chosen_experiments(client, store, experiment, task)
+    found = find_stale_runs(client, list(experiments)) if experiments else []
+    records = {run.info.run_id: (run_record(run, experiments.get(run.info.experiment_id)), why) for run, why in found}
+    if end and records:
+        ended = dict(end_stale_runs(client, experiment_ids=list(experiments)))
+        rows = [stale_row(records[run_id][0], why, True) for run_id, why in ended.items() if run_id in records]
+    else:
+        rows = [stale_row(record, why, False) for record, why in records.values()]
+    scope = f" --experiment {experiment}" if experiment else f" --task {task}" if task else ""
+    payload = {"tracking_uri": store.tracking_uri, "experiments": sorted(experiments.values()), "stale": rows}
+    return payload, format_stale(rows, f"attnlab runs --stale --end{scope}")
+
+
+# --------------------------------------------------------------------------- attnlab compare
+
+_RUN_ID = re.compile(r"[0-9a-f]{1,32}")
+
+
+def find_runs(client, store, given: list[str]) -> list:
+    """The MLflow runs of ``given`` ids, or of unique prefixes of them (as ``attnlab runs`` shows);
+    one UserError naming every id that matches no run or more than one."""
+    from attnlab.flows.tracking.store import is_missing
+    from mlflow.exceptions import MlflowException
+
+    experiments = None
+    found, unknown, ambiguous = [], [], []
+    for text in given:
+        key = text.strip().lower()
+        if not _RUN_ID.fullmatch(key):
+            unknown.append(text)
+            continue
+        if len(key) == 32:
+            try:
+                found.append(client.get_run(key))
+            except MlflowException as exc:
+                if not is_missing(exc):
+                    raise
+                unknown.append(text)
+            continue
+        if experiments is None:
+            experiments = [e.experiment_id for e in client.search_experiments()]
+        matches = client.search_runs(experiments, f"attributes.run_id LIKE '{key}%'", max_results=2) if experiments else []
+        if len(matches) == 1:
+            found.append(matches[0])
+        else:
+            (ambiguous if matches else unknown).append(text)
+    problems = []
+    if unknown:
+        problems.append(f"no run {', '.join(repr(t) for t in unknown)} in {store.tracking_uri}")
+    if ambiguous:
+        problems.append(f"{', '.join(repr(t) for t in ambiguous)} match(es) several runs: give more characters")
+    if problems:
+        raise UserError("; ".join(problems) + " (list runs with: attnlab runs)")
+    return found
+
+
+def default_inputs(client, run_id: str) -> tuple[list[str], list]:
+    """The first input the train flow plotted for ``run_id`` (its ``attention/weights.json``) and
+    its gold alignment (None when the record has none)."""
+    import mlflow.artifacts
+    from mlflow.exceptions import MlflowException
+
+    try:
+        path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="attention/weights.json")
+        records = json.loads(Path(path).read_text())
+        return [records[0]["source"]], [records[0].get("gold")]
+    except (MlflowException, OSError, ValueError, LookupError, TypeError):
+        raise UserError(f"run {run_id} logged no attention inputs; give the inputs with --input TEXT") from None
+
+
+def predictions_of(run_ids: list[str], inputs: list[str]) -> list[list]:
+    """Each run's model (loaded as ``attnlab predict`` loads ``runs:/<id>/model``) on ``inputs``:
+    ``[input][run]`` predictions. UserError naming the run when a model refuses an input."""
+    from attnlab.flows.api import load_run_model
+    from attnlab.model.assembly import build_task
+    from attnlab.model.predict import check_sources, predict, source_limit
+
+    by_run = []
+    for run_id in run_ids:
+        try:
+            config, task, model = load_run_model(run_id)
+        except UserError as exc:
+            raise UserError(f"{exc} (a sweep logs its runs' models only with --log-models or --register)") from None
+        longest = source_limit(config)
+        test_task = build_task(config, split="test") if config.test_task_options else None
+        try:
+            check_sources(inputs, task, model, longest, test_task)
+        except ValueError as exc:
+            raise UserError(f"run {run_id} ({config.task}): {exc}") from None
+        by_run.append(predict(model, task, inputs, longest=longest, test_task=test_task))
+    return [[column[i] for column in by_run] for i in range(len(inputs))]
+
+
+def compare(
+    run_ids: list[str] = typer.Argument(..., metavar="RUN", help="run ids, or their first characters as 'attnlab runs' shows them"),
+    plot: Optional[Path] = typer.Option(
+        None, metavar="FILE.png", help="draw every run's attention on the same inputs in one figure (missing folders are created)"
+    ),
+    inputs: list[str] = typer.Option([], "--input", metavar="TEXT", help="with --plot: an input to draw (repeat; default: the first run's plotted test input)"),
+    json_output: bool = typer.Option(False, "--json", help="print one JSON object"),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="show MLflow's logs"),
+) -> None:
+    """Compare runs side by side: the params that differ and the test metrics; --plot draws their attention."""
+    quiet(verbose)
+    with user_errors():
+        if len(run_ids) < 2:
+            raise UserError(f"give at least two runs to compare, got {len(run_ids)}")
+        if inputs and plot is None:
+            raise UserError("--input chooses what --plot draws: give --plot FILE.png too")
+        check_output_file("--plot", plot, "compare.png")
+        from attnlab.evaluation.run_compare import comparison, format_comparison
+
+        store, client = open_store()
+        found = find_runs(client, store, run_ids)
+        names = {run.info.experiment_id: client.get_experiment(run.info.experiment_id).name for run in found}
+        records = [run_record(run, names[run.info.experiment_id]) for run in found]
+        compared = comparison(records)
+        text = format_comparison(compared)
+        if plot is not None:
+            from attnlab.viz.heatmaps import save_figure
+            from attnlab.evaluation.run_compare import run_label
+            from attnlab.ops.run_listing import short_id
+            from attnlab.viz.run_plots import attention_by_run
+
+            ids = [record["run_id"] for record in records]
+            golds = None  # the gold alignment is known for the run's own test input only
+            if not inputs:
+                inputs, golds = default_inputs(client, ids[0])
+            grid = predictions_of(ids, inputs)
+            try:
+                saved = save_figure(attention_by_run([run_label(r) for r in records], grid, golds), plot)
+            except OSError as exc:
+                raise UserError(f"--plot {str(plot)!r} cannot be written: {exc.strerror or exc}") from None
+            compared["plot"] = str(saved)
+            compared["predictions"] = [{"input": source, "outputs": {i: p.output for i, p in zip(ids, row)}} for source, row in zip(inputs, grid)]
+            lines = [f"{source}: " + "  ".join(f"{short_id(i)} -> {p.output}" for i, p in zip(ids, row)) for source, row in zip(inputs, grid)]
+            text += "\n\npredictions\n" + "\n".join(lines)
+    typer.echo(json.dumps(compared, ensure_ascii=False) if json_output else text)
+    if plot is not None:
+        typer.echo(f"saved {compared['plot']}", err=True)

@@ -1,0 +1,198 @@
+"""What every ``attnlab`` command shares: one-line user errors, quiet logs, config assembly from
+YAML, flags and ``-o KEY=VALUE``, progress lines and quiet interrupts."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+import typer
+from attnlab.flows.tracking.errors import UserError
+
+PROG = "attnlab"
+#: When this process started importing the CLI (the train summary's ``timings`` count from here).
+STARTED = time.perf_counter()
+CLI_FIELDS = {
+    "task": "--task",
+    "scorer": "--scorer",
+    "encoder": "--encoder",
+    "decoder": "--decoder",
+    "epochs": "--epochs",
+    "seed": "--seed",
+    "embedding_dim": "--embedding-dim",
+    "hidden_size": "--hidden-size",
+    "train_size": "--train-size",
+    "batch_size": "--batch-size",
+    "learning_rate": "--learning-rate",
+    "beam_size": "--beam-size",
+    "device": "--device",
+}
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    typer.echo(f"{PROG}: error: {' '.join(str(message).split())}", err=True)
+    return typer.Exit(code)
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn the mistakes a user can make into one line and exit status 2."""
+    from attnlab.plugins import PluginError
+    from pydantic import ValidationError
+
+    try:
+        yield
+    except (UserError, PluginError) as exc:
+        raise fail(str(exc)) from None
+    except ValidationError as exc:
+        from attnlab.lab.config_sources import validation_message
+
+        raise fail(validation_message(exc, {})) from None
+
+
+def quiet(verbose: bool) -> None:
+    """Keep Prefect's and MLflow's logs to warnings unless --verbose (must run before they are
+    imported: both read their level at import)."""
+    level = "INFO" if verbose else "WARNING"
+    for name in ("PREFECT_LOGGING_LEVEL", "MLFLOW_LOGGING_LEVEL"):
+        if verbose:
+            os.environ[name] = level
+        else:
+            os.environ.setdefault(name, level)
+    for name in ("mlflow", "prefect", "alembic"):  # in case they were imported already
+        logging.getLogger(name).setLevel(os.environ["MLFLOW_LOGGING_LEVEL"] if name != "prefect" else os.environ["PREFECT_LOGGING_LEVEL"])
+    # urllib3 warns at every retry of a tracking server that does not answer; the command ends
+    # with one line naming the server when the bounded retries run out.
+    logging.getLogger("urllib3.connectionpool").setLevel(logging.NOTSET if verbose else logging.ERROR)
+    if not verbose:
+        import warnings
+
+        warnings.filterwarnings("ignore", module=r"(mlflow|prefect|pydantic|torch)(\..*)?")
+        os.environ.setdefault("PYTHONWARNINGS", "ignore")  # worker processes of sweeps
+
+
+def build_config(config_file: Path | None, flags: dict[str, Any], options: list[str]):
+    """The validated config from a YAML file, flags and ``-o`` overrides (see
+    :func:`attnlab.lab.config_sources.build_config`)."""
+    from attnlab.lab.config_sources import build_config as assemble
+
+    config = assemble(config_file, flags, options, CLI_FIELDS)
+    check_plugin_names(config)
+    return config
+
+
+def check_plugin_names(config) -> None:
+    """UserError for a plugin name that no installed package declares, told from the entry points
+    without importing torch (:func:`check_config` then loads and checks the plugins)."""
+    from attnlab.lab.sweep_options import GRID_GROUPS, unknown_plugin
+
+    for field in GRID_GROUPS:
+        problem = unknown_plugin(field, getattr(config, field))
+        if problem:
+            raise UserError(problem)
+
+
+def check_config(config) -> None:
+    """Fail fast (before Prefect or MLflow start) on unknown plugins, options they refuse and data
+    sizes the task cannot provide."""
+    from attnlab.data.splits import check_sizes
+    from attnlab.model.assembly import build_model, build_task
+
+    task = build_task(config)
+    build_model(config, task)
+    test_task = build_task(config, split="test") if config.test_task_options else None
+    try:
+        check_sizes(task, (config.train_size, config.validation_size, config.test_size), test_task)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+
+
+
+class _DropInterruptNoise(logging.Filter):
+    """Prefect logs a crash at ERROR level for a Ctrl-C, and a failed task and flow with their
+    tracebacks for a lost tracking server; the CLI says each in one line instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not any(text in message for text in ("interrupt signal", "termination signal", "TrackingLost", "RunFault", "PrefectLost"))
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a service manager, ``kill``) ends the command like Ctrl-C: a KeyboardInterrupt in
+    the main thread. Elsewhere signals cannot be handled, and nothing changes."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def interrupts_quietly() -> Iterator[None]:
+    """SIGTERM ends a training like Ctrl-C (the MLflow run ends KILLED, not stuck RUNNING), and
+    Prefect's crash reports for them are not printed."""
+    noise = _DropInterruptNoise()
+    loggers = [logging.getLogger(name) for name in ("prefect.task_runs", "prefect.flow_runs", "prefect.flow_engine", "prefect.task_engine")]
+    for logger in loggers:
+        logger.addFilter(noise)
+    try:
+        with sigterm_as_interrupt():
+            yield
+    finally:
+        for logger in loggers:
+            logger.removeFilter(noise)
+
+
+def progress_handler(name: str = "attnlab.progress", steps: bool = False, json_output: bool = False) -> logging.Handler:
+    """Print the INFO lines of logger ``name`` on stderr (remove and close the handler when
+    done). With ``steps``, also the progress inside epochs (the ``<name>.steps`` logger): a live
+    bar when stderr is a terminal and not ``json_output``, else plain periodic lines (see
+    :mod:`attnlab.flows.cli.progress_display`)."""
+    logger = logging.getLogger(name)
+    if steps:
+        from attnlab.flows.cli.progress_display import ProgressDisplay
+
+        handler: logging.Handler = ProgressDisplay(live=sys.stderr.isatty() and not json_output)
+        logging.getLogger(f"{name}.steps").setLevel(logging.DEBUG)
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    return handler
+
+
+def preload() -> None:
+    """Import what the run needs later while Prefect's server boots on the other core: torch's
+    optimizers import torch._dynamo (~1.2 s) on their first step, plots need matplotlib, the model
+    logging mlflow.pyfunc."""
+    import importlib
+
+    for name in ("torch._dynamo", "attnlab.viz.heatmaps", "attnlab.flows.pyfunc", "mlflow.models"):
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001  only a head start; the real import reports problems
+            pass
+
+
+def ui_hint(store) -> str:
+    if store.embedded:
+        return "attnlab ui  (then open the link it prints for the experiment)"
+    return f"open {store.tracking_uri}" if store.tracking_uri.startswith("http") else "mlflow ui --backend-store-uri " + store.tracking_uri

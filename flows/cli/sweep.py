@@ -1,0 +1,275 @@
+"""``attnlab sweep``: train every combination of plugins and seeds and compare them.
+
+Everything a user gives is checked before anything starts (grid values against the installed
+plugins, seeds, parallelism, the Dask address, every combination's config); a mistake is one
+line and exit status 2. A sweep where some combination failed reports everything, then exits 1.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import Any, Iterator, Optional
+from urllib.parse import urlsplit
+
+import typer
+
+from attnlab.flows.cli.support import build_config, check_config, fail, interrupts_quietly, progress_handler, quiet, user_errors
+from attnlab.flows.tracking.errors import UserError
+from attnlab.lab.output_paths import check_output_folder
+from attnlab.lab.sweep_options import parse_bands, parse_names, parse_seeds
+
+RUNNERS = ("process", "thread", "dask")
+def check_dask_address(address: str, timeout: float = 3.0) -> None:
+    """A ``tcp://host:port`` address that accepts connections, else UserError."""
+    parts = urlsplit(address)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if parts.scheme != "tcp" or not parts.hostname or port is None:
+        raise UserError(f"--dask-address {address!r}: expected tcp://HOST:PORT, e.g. tcp://10.0.0.5:8786")
+    try:
+        with socket.create_connection((parts.hostname, port), timeout=timeout):
+            pass
+    except OSError as exc:
+        reason = "connection refused" if isinstance(exc, ConnectionRefusedError) else (exc.strerror or str(exc) or "no answer in time")
+        raise UserError(f"cannot reach the Dask scheduler at {address}: {reason}; start one with 'dask scheduler'") from None
+
+
+def check_cluster_stores(address: str) -> None:
+    """UserError unless the workers of the cluster at ``address`` can reach the MLflow store and
+    the Prefect server (see :mod:`attnlab.ops.cluster`)."""
+    from prefect.settings import get_current_settings
+
+    from attnlab.ops.cluster import prefect_problem, tracking_problem
+    from attnlab.flows.tracking.store import resolve_store
+
+    where = resolve_store()
+    problem = tracking_problem(where.tracking_uri, where.folder) or prefect_problem(get_current_settings().api.url)
+    if problem:
+        raise UserError(f"--dask-address {address}: {problem}")
+
+
+def task_runner(runner: str, max_parallel: int, dask_address: str | None):
+    """The Prefect task runner of ``--runner`` (a local Dask cluster when no address)."""
+    if runner == "thread":
+        from prefect.task_runners import ThreadPoolTaskRunner
+
+        return ThreadPoolTaskRunner(max_workers=max_parallel)
+    if runner == "process":
+        from prefect.task_runners import ProcessPoolTaskRunner
+
+        return ProcessPoolTaskRunner(max_workers=max_parallel)
+    from prefect_dask import DaskTaskRunner
+
+    if dask_address:
+        return DaskTaskRunner(address=dask_address)
+    return DaskTaskRunner(cluster_kwargs={"n_workers": max_parallel, "threads_per_worker": 1, "processes": True, "dashboard_address": None})
+
+
+def sweep(
+    task: Optional[str] = typer.Option(None, metavar="NAMES", help="task plugin(s), comma-separated (default: date)"),
+    scorer: Optional[str] = typer.Option(None, metavar="NAMES", help="scorers, e.g. none,dot,additive,multihead"),
+    encoder: Optional[str] = typer.Option(None, metavar="NAMES", help="encoders, e.g. gru,transformer"),
+    decoder: Optional[str] = typer.Option(None, metavar="NAMES", help="decoders, e.g. rnn,transformer"),
+    seeds: str = typer.Option("0", metavar="N,N,...", help="seeds; each combination trains once per seed"),
+    epochs: Optional[str] = typer.Option(None, metavar="N", help="most epochs per run"),
+    train_size: Optional[str] = typer.Option(None, metavar="N", help="training examples"),
+    hidden_size: Optional[str] = typer.Option(None, metavar="N", help="hidden size"),
+    learning_rate: Optional[str] = typer.Option(None, metavar="FLOAT", help="Adam learning rate"),
+    config_file: Optional[Path] = typer.Option(None, "--config", metavar="FILE.yaml", help="YAML file of config keys shared by every run"),
+    option: list[str] = typer.Option([], "--option", "-o", metavar="KEY=VALUE", help="KEY=VALUE config override, e.g. -o task.max_length=40"),
+    max_parallel: Optional[int] = typer.Option(None, metavar="N", help="runs at once (default: one per CPU core; all runs on an existing Dask cluster)"),
+    runner: str = typer.Option("process", metavar="|".join(RUNNERS), help="process pool, thread pool, or Dask (prefect-dask)"),
+    dask_address: Optional[str] = typer.Option(None, metavar="tcp://HOST:PORT", help="an existing Dask scheduler (default: a local cluster)"),
+    length_bands: Optional[str] = typer.Option(None, metavar="LOW-HIGH,...", help="also tabulate exact match on these source-length ranges, e.g. 5-20,21-40,41-50"),
+    experiment: Optional[str] = typer.Option(None, metavar="NAME", help="MLflow experiment (default: attnlab-<task>)"),
+    save_plots: Optional[Path] = typer.Option(None, metavar="DIR", help="also copy the sweep's figures into this folder (created if missing)"),
+    register: bool = typer.Option(
+        False, "--register", help="register every finished run as attnlab-<task> and promote by the one rule (benchmark, lock)"
+    ),
+    log_models: bool = typer.Option(
+        False, "--log-models", help="log every run's model to MLflow (off by default: a sweep compares; --register logs them anyway)"
+    ),
+    example_plots: bool = typer.Option(
+        False, "--example-plots", help="draw each run's heatmaps of 4 test examples too (off by default: each run draws the shared probe's; its explorer.html shows every test example)"
+    ),
+    json_output: bool = typer.Option(False, "--json", help="print the summary as one JSON object"),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="show Prefect's and MLflow's logs"),
+) -> None:
+    """Train every combination of the given plugins over the seeds, concurrently; one MLflow
+    parent run holds the comparison table and plots."""
+    quiet(verbose)
+    with user_errors():
+        check_output_folder("--save-plots", save_plots)
+        summary = run_sweep(
+            grid_text={"task": task, "scorer": scorer, "encoder": encoder, "decoder": decoder},
+            seeds_text=seeds,
+            flags={"epochs": epochs, "train_size": train_size, "hidden_size": hidden_size, "learning_rate": learning_rate},
+            config_file=config_file,
+            options=option,
+            max_parallel=max_parallel,
+            runner=runner,
+            dask_address=dask_address,
+            bands_text=length_bands,
+            experiment=experiment,
+            verbose=verbose,
+            register=register,
+            log_models=log_models,
+            example_plots=example_plots,
+        )
+        if save_plots is not None:
+            summary["saved_plots"] = copy_plots(summary["parent_run_id"], save_plots)
+    if json_output:
+        typer.echo(json.dumps(summary, default=str, ensure_ascii=False))
+    else:
+        typer.echo(format_sweep(summary))
+    if summary["failed"]:
+        raise typer.Exit(1)
+
+
+def copy_plots(parent_run_id: str, folder: Path) -> list[str]:
+    """Download the sweep run's figures into ``folder`` (created if missing); their paths."""
+    import shutil
+    import tempfile
+
+    import mlflow.artifacts
+
+    with tempfile.TemporaryDirectory() as tmp:
+        local = Path(mlflow.artifacts.download_artifacts(run_id=parent_run_id, artifact_path="plots", dst_path=tmp))
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            return [str(shutil.copy2(path, folder / path.name)) for path in sorted(local.glob("*.png"))]
+        except OSError as exc:
+            raise UserError(f"--save-plots {str(folder)!r} cannot be written: {exc.strerror or exc}") from None
+
+
+def format_sweep(summary: dict[str, Any]) -> str:
+    """The comparison table and where the sweep's results are."""
+    failed = f", {summary['failed']} failed" if summary["failed"] else ""
+    return "\n".join(
+        [
+            summary["text"],
+            "",
+            f"sweep run {summary['parent_run_id']} in experiment {summary['experiment']}: "
+            f"{summary['run_count']} runs of {summary['combinations']} combinations{failed}",
+            f"plots (artifacts of the sweep run): {', '.join(summary['plots'])}",
+            *([f"copied to: {', '.join(summary['saved_plots'])}"] if summary.get("saved_plots") else []),
+            *promotion_lines(summary),
+        ]
+    )
+
+
+def promotion_lines(summary: dict[str, Any]) -> list[str]:
+    """One line per registered run of a ``--register`` sweep: its version and the decision."""
+    lines = []
+    for run in summary.get("promotions", []):
+        verdict = "champion" if run["promoted"] else "not promoted"
+        lines.append(f"{run['label']} seed {run['seed']}: {run['model']} version {run['version']} {verdict}: {run['reason']}")
+    return lines
+
+
+def run_sweep(
+    grid_text: dict[str, str | None],
+    seeds_text: str,
+    flags: dict[str, Any],
+    config_file: Path | None,
+    options: list[str],
+    max_parallel: int | None,
+    runner: str,
+    dask_address: str | None,
+    bands_text: str | None,
+    experiment: str | None,
+    verbose: bool = False,
+    register: bool = False,
+    log_models: bool = False,
+    example_plots: bool = False,
+) -> dict[str, Any]:
+    """Check everything, then run the sweep flow on the chosen runner; its summary."""
+    if runner not in RUNNERS:
+        raise UserError(f"--runner {runner!r}: choose one of {', '.join(RUNNERS)}")
+    if dask_address and runner != "dask":
+        raise UserError("--dask-address needs --runner dask")
+    if max_parallel is not None and max_parallel < 1:
+        raise UserError(f"--max-parallel {max_parallel}: give at least 1")
+    grid = {dim: names for dim, text in grid_text.items() if (names := parse_names(dim, text))}
+    seeds = parse_seeds(seeds_text)
+    bands = parse_bands(bands_text)
+    from attnlab.evaluation.compare import Grid, grid_configs  # torch and pandas: after the names are checked
+
+    base = build_config(config_file, {**flags, **{dim: names[0] for dim, names in grid.items()}}, options)
+    configs = grid_configs(base, Grid({dim: tuple(names) for dim, names in grid.items()}, tuple(seeds)))
+    from attnlab.flows.cli.train import check_start
+
+    check_start(base, experiment, device=not dask_address)  # a cluster's workers may have the device
+    for config in {(c.task, c.scorer, c.encoder, c.decoder): c for c in configs}.values():
+        try:
+            check_config(config)
+        except UserError as exc:
+            raise UserError(f"{config.scorer}/{config.encoder}/{config.decoder} on {config.task}: {exc}") from None
+    if dask_address:
+        check_dask_address(dask_address)
+        check_cluster_stores(dask_address)
+    from attnlab.flows.services.prefect_server import share_with_workers, start_in_background, without_heartbeats
+
+    server = start_in_background()  # boots while the store is checked and the flow imported
+    # An existing cluster sizes itself: by default every run is handed to it at once.
+    parallel = max_parallel or (len(configs) if dask_address else min(len(configs), os.cpu_count() or 1))
+    # Local workers share this machine's cores; a remote cluster sizes its own workers.
+    from attnlab.training.threads import thread_share
+
+    threads = None if dask_address else thread_share(min(parallel, len(configs)))
+
+    from attnlab.flows.tracking import store
+
+    store.check_store(store.resolve_store())
+    from attnlab.flows.sweep_flow import sweep_flow
+
+    if server is not None and not server.wait():
+        server = None  # Prefect has an API URL of its own
+    share_with_workers()
+
+    typer.echo(
+        f"sweep: {len(configs)} runs ({len(configs) // len(seeds)} combinations x {len(seeds)} seeds) on {base.task}, "
+        f"{parallel} at a time on the {runner} runner{f' at {dask_address}' if dask_address else ''}",
+        err=True,
+    )
+    # Worker processes read it when they start: the sweep reports each run's outcome itself, so
+    # their Prefect logs (crash reports of an interrupted run included) stay quiet.
+    workers_quiet = _environ("PREFECT_LOGGING_LEVEL", "CRITICAL") if not verbose else nullcontext()
+    handler = progress_handler("attnlab.sweep")
+    try:
+        with interrupts_quietly(), workers_quiet, without_heartbeats() if server is not None else nullcontext():
+            flow = sweep_flow.with_options(task_runner=task_runner(runner, parallel, dask_address))
+            return flow(
+                base=base, grid=grid, seeds=seeds, experiment=experiment, max_parallel=parallel, threads=threads, bands=bands, register_models=register,
+                log_models=log_models, example_plots=example_plots,
+            )
+    except KeyboardInterrupt:
+        raise fail("interrupted: the sweep run and its unfinished runs ended KILLED", 130) from None
+    finally:
+        logging.getLogger("attnlab.sweep").removeHandler(handler)
+
+
+@contextmanager
+def _environ(name: str, value: str) -> Iterator[None]:
+    """Set an environment variable for the duration (for the processes started meanwhile)."""
+    saved = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = saved
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``sweep`` to the ``attnlab`` app."""
+    app.command()(sweep)

@@ -1,0 +1,337 @@
+"""Prefect tasks: each a thin wrapper around one component call or one tracking step.
+
+Tasks pass paths, ids and small objects (configs, metric dicts, a few strings): the data travels
+as the path of a JSON file and a trained model as the path of its bundle folder. (Prefect walks
+every task input looking for futures: thousands of examples passed by value cost ~0.25 s a task.)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from mlflow import MlflowClient
+from mlflow.exceptions import MlflowException
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from attnlab.viz.alignment_plots import offset_chart, training_chart
+from attnlab.model.bundle import load_bundle, save_bundle
+from attnlab.data.cache import cache_root
+from attnlab.lab.config import ExperimentConfig
+from attnlab.data.datasets import load_splits, save_splits
+from attnlab.evaluation.metrics import Evaluation, evaluate
+from attnlab.data.examples import gold_alignments
+from attnlab.training.experiment import prepare_data, train_model
+from attnlab.ops.faults import out_of_space
+from attnlab.viz.explorer import write_explorer
+from attnlab.viz.explorer_data import CURVE_EXAMPLES, PROBE_EXAMPLES, SnapshotRecorder, describe, model_views, run_document
+from attnlab.flows.tracking import registry as model_registry
+from attnlab.flows.services import prefect_watch
+from attnlab.flows.tracking import promote as promotion
+from attnlab.flows.tracking import store
+from attnlab.flows.tracking import runs as tracking
+from attnlab.flows.tracking.benchmark_store import Benchmark, ensure_benchmark
+from attnlab.flows.tracking.promotion_lock import promotion_lock
+from attnlab.flows.tracking.step_log import StepLog
+from attnlab.flows.tracking.errors import TrackingLost, UserError
+from attnlab.model.assembly import build_task
+from attnlab.viz.heatmaps import attention_heatmap, head_heatmaps, save_figure
+from attnlab.model.predict import predict
+from attnlab.training.progress import PROGRESS_LOGGER, StepProgress, epoch_line
+from attnlab.ops.promotion import Decision, overlap
+
+#: One line per epoch goes to this logger; the CLI prints it, other callers may attach handlers.
+progress = logging.getLogger(PROGRESS_LOGGER)
+#: Every optimisation step goes to this logger at DEBUG, the StepProgress as the record's
+#: ``step_progress`` (the CLI's progress bar and periodic lines read it).
+step_progress = logging.getLogger(f"{PROGRESS_LOGGER}.steps")
+
+
+def transient(task, task_run, state) -> bool:
+    """Retry condition: retry I/O and tracking-server hiccups, not mistakes or bugs."""
+    exc = state.data if isinstance(state.data, BaseException) else None
+    if isinstance(exc, UserError) or (exc is not None and out_of_space(exc)):
+        return False  # a full disk stays full for the seconds a retry waits
+    if isinstance(exc, (OSError, ConnectionError, TimeoutError)):
+        return True
+    if isinstance(exc, MlflowException):
+        return exc.error_code in {"INTERNAL_ERROR", "TEMPORARILY_UNAVAILABLE", "REQUEST_LIMIT_EXCEEDED", "ABORTED"}
+    return type(exc).__module__.split(".")[0] in {"requests", "urllib3", "sqlalchemy", "httpx"}
+
+
+LOGGING = dict(retries=2, retry_delay_seconds=[1, 5], retry_condition_fn=transient, cache_policy=NO_CACHE)
+
+
+@task(name="start-run", **LOGGING)
+def start_run(config: ExperimentConfig, experiment: str, tags: dict[str, str]) -> str:
+    """Check the store, open a RUNNING MLflow run with params, tags and config; its id."""
+    where = store.use_store()
+    store.check_store(where)
+    client = MlflowClient()
+    return tracking.start_run(client, tracking.ensure_experiment(client, experiment, where), config, tags)
+
+
+def checkpoint_path(run_id: str) -> Path:
+    """Where the training checkpoint of run ``run_id`` is written:
+    ``<cache_root>/checkpoints/<run_id>/checkpoint.pt``. The train flow deletes it when the run
+    ends, and keeps it when the tracking server was lost (the run could not store it)."""
+    return cache_root() / "checkpoints" / run_id / "checkpoint.pt"
+
+
+#: Bumped when the data file's layout or generation changes: older files are then not reused.
+DATA_FORMAT = 1
+
+
+def cache_dir() -> Path:
+    """Where generated datasets are kept: ``<cache_root>/datasets``."""
+    return cache_root() / "datasets"
+
+
+@task(name="generate-data", cache_policy=NO_CACHE)
+def generate_data(spec: dict[str, Any], plugin: str) -> Path:
+    """The train/validation/test splits of ``spec`` (see :func:`attnlab.data.datasets.data_spec`) as a JSON file in
+    :func:`cache_dir`; its path. The file is named by a hash of these inputs and generated once
+    per machine (``plugin`` names the task plugin's distribution and version, so an upgraded
+    plugin regenerates). The cache is a file of this machine's cache folder, not a Prefect result
+    record: a Dask worker on another machine keeps its own (Prefect would write its records under
+    the submitting machine's PREFECT_HOME, which a worker does not have)."""
+    key = json.dumps([spec, plugin, DATA_FORMAT], sort_keys=True)
+    path = cache_dir() / f"{spec['task']}-{hashlib.sha256(key.encode()).hexdigest()[:20]}.json"
+    if path.exists():
+        return path
+    return save_splits(path, prepare_data(ExperimentConfig(**spec))[1])
+
+
+@task(name="log-dataset", **LOGGING)
+def log_dataset(run_id: str, config: ExperimentConfig, data: Path, shared_with: str | None = None) -> None:
+    tracking.log_dataset(MlflowClient(), run_id, config, load_splits(data), shared_with)
+
+
+@dataclass(frozen=True)
+class Trained:
+    """What training leaves behind: the bundle folder, the per-epoch history and the attention
+    snapshots recorded after every epoch (a JSON file; see
+    :class:`~attnlab.viz.explorer_data.SnapshotRecorder`)."""
+
+    bundle: Path
+    history: list[dict[str, float]]
+    stopped_early: bool
+    train_seconds: float
+    parameters: int
+    snapshots: Path | None = None
+
+
+@task(name="train", cache_policy=NO_CACHE)
+def train(config: ExperimentConfig, data: Path, run_id: str, workdir: Path) -> Trained:
+    """Train, logging every epoch to the progress logger and to MLflow (step = epoch), every step
+    to the step logger and the loss inside epochs as ``train_loss_step`` (see
+    :mod:`attnlab.flows.tracking.step_log`); the model is saved as a bundle in ``workdir/bundle``, the
+    checkpoint at :func:`checkpoint_path` after every epoch, the attention of the first
+    validation examples before training, inside the first epoch and after every epoch in
+    ``workdir/snapshots.json`` (the explorer's snapshots), with each the alignment curve point
+    (metrics ``val_probe_*``, step = optimisation step; drawn as
+    ``plots/alignment_over_training.png``). A tracking server that stops
+    answering stops training at once with :class:`~attnlab.flows.tracking.errors.TrackingLost` (the run
+    cannot be tracked any more)."""
+    client, where = MlflowClient(), store.resolve_store()
+    steps = StepLog(client, run_id)
+
+    def tracked(write) -> None:
+        try:
+            write()
+        except Exception as exc:
+            why = store.unreachable(where)
+            if why is None:
+                raise
+            raise TrackingLost(f"lost the MLflow tracking server {where.tracking_uri} ({why})") from exc
+
+    splits = load_splits(data)
+    checkpoint = checkpoint_path(run_id)
+    fresh = not checkpoint.exists()  # a resumed run has no untrained model to show
+    recorder = SnapshotRecorder(splits.validation[:PROBE_EXAMPLES], splits.validation[:CURVE_EXAMPLES], from_start=fresh)
+    sent = 0  # points of recorder.curve logged
+
+    def log_curve() -> None:
+        nonlocal sent
+        points, sent = recorder.curve[sent:], len(recorder.curve)
+        tracked(lambda: tracking.log_curve(client, run_id, points))
+
+    artifacts = store.folder_identity(where.artifact_root)
+
+    def on_epoch(metrics: dict[str, float]) -> None:
+        store.check_artifact_root(artifacts)
+        progress.info(epoch_line(metrics, config.epochs))
+        tracked(steps.flush)
+        tracked(lambda: tracking.log_epoch(client, run_id, metrics))
+        recorder.record(int(metrics["epoch"]))
+        log_curve()
+
+    def on_step(p: StepProgress) -> None:
+        prefect_watch.check()
+        if step_progress.isEnabledFor(logging.DEBUG):
+            step_progress.debug("%s", p, extra={"step_progress": p})
+        tracked(lambda: steps.add(p))
+        if recorder.step(p):
+            log_curve()
+
+    checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    model, result = train_model(config, build_task(config), splits, on_epoch, checkpoint, on_step, on_model=recorder.watch)
+    bundle = save_bundle(workdir / "bundle", config, model)
+    parameters = sum(p.numel() for p in model.parameters())
+    snapshots = workdir / "snapshots.json"
+    snapshots.write_text(json.dumps(recorder.snapshots(), ensure_ascii=False))
+    if recorder.curve:
+        chart = save_figure(training_chart(recorder.curve, len(recorder.measured)), workdir / "curve" / "alignment_over_training.png")
+        tracked(lambda: client.log_artifact(run_id, str(chart), "plots"))
+    return Trained(bundle, result.history, result.stopped_early, result.train_seconds, parameters, snapshots)
+
+
+@task(name="evaluate", cache_policy=NO_CACHE)
+def evaluate_bundle(bundle: Path, data: Path, beam_size: int, device: str = "cpu") -> Evaluation:
+    """Metrics, per-length table and predictions of the bundled model on the test split."""
+    _, _, model = load_bundle(bundle, device=device)
+    return evaluate(model, load_splits(data).test, beam_size=beam_size)
+
+
+@task(name="plot-attention", cache_policy=NO_CACHE)
+def plot_attention(
+    bundle: Path, sources: list[str], targets: list[str], out_dir: Path, data: Path | None = None, golds: list | None = None
+) -> Path:
+    """Heatmaps (PNG; one per head as well for a multi-head scorer) of the bundled model's
+    attention on ``sources`` and ``weights.json`` with the raw weights, their tokens and the gold
+    alignment (``gold``: the one given in ``golds``, else from the test split of the data file
+    ``data``; null when unknown), which the heatmaps outline."""
+    config, task_plugin, model = load_bundle(bundle)
+    test_task = build_task(config, split="test") if config.test_task_options else None  # test examples may be longer
+    found = gold_alignments(load_splits(data).test, sources, targets) if data is not None else [None] * len(sources)
+    golds = [given if given is not None else gold for given, gold in zip(golds or [None] * len(sources), found)]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    records = []
+    predictions = predict(model, task_plugin, sources, test_task=test_task)
+    for index, (p, target, gold) in enumerate(zip(predictions, targets, golds)):
+        records.append(
+            {
+                "source": p.source,
+                "target": target,
+                "prediction": p.output,
+                "correct": p.output == target,
+                "source_tokens": p.source_tokens,
+                "output_tokens": p.output_tokens,
+                "weights": p.weights,
+                "head_weights": p.head_weights,
+                "gold": gold,
+            }
+        )
+        mark = "right" if p.output == target else "wrong"
+        title = f"{p.source} -> {p.output} ({mark})"
+        if p.weights is not None:
+            save_figure(attention_heatmap(p.weights, p.source_tokens, p.output_tokens, title, gold), out_dir / f"example_{index}.png")
+        if p.head_weights is not None:
+            figure = head_heatmaps(p.head_weights, p.source_tokens, p.output_tokens, title, gold)
+            save_figure(figure, out_dir / f"example_{index}_heads.png")
+    (out_dir / "weights.json").write_text(json.dumps(records, ensure_ascii=False))
+    return out_dir
+
+
+@dataclass(frozen=True)
+class Explored:
+    """The explorer page written, and the model's explorer examples of the sources it was asked
+    to show besides (a sweep's parent page compares its runs on them; None when not asked)."""
+
+    page: Path
+    compared: list[dict[str, Any]] | None
+
+
+@task(name="explore-attention", cache_policy=NO_CACHE)
+def explore_attention(
+    run_id: str,
+    bundle: Path,
+    data: Path,
+    metrics: dict[str, float],
+    snapshots: Path | None,
+    out_dir: Path,
+    compare: list[str] | None = None,
+    correct: list[bool] | None = None,
+) -> Explored:
+    """``out_dir/explorer.html``: the attention explorer (:mod:`attnlab.viz.explorer`) of the bundled
+    model on its test split, wrong examples first (:func:`attnlab.viz.explorer_data.run_document`;
+    ``correct``: greedy decoding's verdict on each test example, when the evaluation has it),
+    with the training's ``snapshots``; and, for ``compare``, the model's explorer examples of
+    those sources."""
+    config, _, model = load_bundle(bundle)
+    name = MlflowClient().get_run(run_id).info.run_name or run_id
+    recorded = json.loads(snapshots.read_text()) if snapshots is not None else None
+    document = run_document(model, load_splits(data).test, name, describe(config), metrics, recorded, correct=correct)
+    page = write_explorer(document, out_dir / "explorer.html")
+    return Explored(page, model_views(model, compare) if compare else None)
+
+
+@task(name="plot-alignment-offsets", cache_policy=NO_CACHE)
+def plot_alignment_offsets(offsets: pd.DataFrame | None, out_dir: Path) -> Path | None:
+    """``out_dir/alignment_offsets.png``, the bar chart of the evaluation's alignment offsets
+    (:func:`attnlab.viz.alignment_plots.offset_chart`); ``out_dir``, or None when there are none
+    (a scorer that does not attend, a task without alignments)."""
+    if offsets is None or offsets.empty:
+        return None
+    save_figure(offset_chart(offsets), out_dir / "alignment_offsets.png")
+    return out_dir
+
+
+@task(name="log-results", **LOGGING)
+def log_results(run_id: str, evaluation: Evaluation, attention_dir: Path, extra: dict[str, float], plots_dir: Path | None = None) -> None:
+    """Test metrics, tables, the attention folder (heatmaps, weights.json, explorer.html) and,
+    when given, the figures folder (``plots/``) of the run."""
+    client = MlflowClient()
+    tracking.log_evaluation(client, run_id, evaluation, extra)
+    tracking.log_folder(client, run_id, attention_dir, "attention")
+    if plots_dir is not None:
+        tracking.log_folder(client, run_id, plots_dir, "plots")
+
+
+@task(name="register-model", **LOGGING)
+def register_model(run_id: str, bundle: Path, config: ExperimentConfig, test_score: float, examples: list[str]) -> str:
+    """Log the pyfunc model and register it as ``attnlab-<task>``; the new version."""
+    return model_registry.log_and_register_model(MlflowClient(), run_id, bundle, config, test_score, examples)
+
+
+@task(name="log-model", **LOGGING)
+def log_model(run_id: str, bundle: Path, config: ExperimentConfig, examples: list[str]) -> str:
+    """Log the pyfunc model of the run without registering it; its model URI."""
+    return model_registry.log_model(MlflowClient(), run_id, bundle, config, examples)[0]
+
+
+@task(name="prepare-benchmark", **LOGGING)
+def prepare_benchmark(config: ExperimentConfig, experiment: str, size: int, folder: Path) -> Benchmark:
+    """The benchmark of ``attnlab-<task>`` (drawn from ``config`` by its first promotion),
+    downloaded to ``folder``."""
+    client = MlflowClient()
+    experiment_id = tracking.ensure_experiment(client, experiment, store.resolve_store())
+    name = model_registry.model_name(config.task)
+    return ensure_benchmark(client, name, experiment_id, config, size, folder, lock=promotion_lock(name))
+
+
+@task(name="benchmark-overlap", **LOGGING)
+def benchmark_overlap(run_id: str, config: ExperimentConfig, benchmark: Benchmark, data: Path) -> float:
+    """The share of benchmark examples in the run's training and validation data (metric
+    ``benchmark_overlap``; the task's key decides sameness)."""
+    splits = load_splits(data)
+    share = overlap(benchmark.read().examples, splits.train + splits.validation, build_task(config).key)
+    MlflowClient().log_metric(run_id, "benchmark_overlap", share)
+    return share
+
+
+@task(name="promote", **LOGGING)
+def promote(name: str, version: str, config: ExperimentConfig, benchmark: Benchmark, margin: float, run_id: str | None, command: str) -> Decision:
+    """Score challenger and champion on the benchmark, move the alias if the challenger wins and
+    record the decision (see :mod:`attnlab.flows.tracking.promote`)."""
+    client = MlflowClient()
+    decision = promotion.promote(client, name, version, config, benchmark, margin, lambda: promotion_lock(name))
+    promotion.record_decision(client, run_id, name, decision, benchmark, command)
+    return decision

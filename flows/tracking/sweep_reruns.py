@@ -1,0 +1,58 @@
+"""Carry out :func:`attnlab.ops.sweep_attempts.settle` on a sweep's child runs in MLflow (and their
+Prefect flow runs): runs left RUNNING by a lost worker end FAILED, reruns are linked."""
+
+from __future__ import annotations
+
+import logging
+
+from mlflow import MlflowClient
+from mlflow.entities import RunTag
+
+from attnlab.flows.tracking.runs import ENDED_BY
+from attnlab.ops.sweep_attempts import ChildRun, Settlement, settle
+
+log = logging.getLogger("attnlab.sweep")
+
+
+def child_runs(client: MlflowClient, parent_run_id: str, status: str | None = None) -> list:
+    """The sweep's child runs, those with ``status`` when given (children share the parent's
+    experiment)."""
+    experiment_id = client.get_run(parent_run_id).info.experiment_id
+    query = f"tags.mlflow.parentRunId = '{parent_run_id}'" + (f" and attributes.status = '{status}'" if status else "")
+    return client.search_runs([experiment_id], query, max_results=10000)
+
+
+def combination(run) -> tuple:
+    """The combination and seed a child run trained."""
+    tags = run.data.tags
+    return (tags.get("task"), tags.get("scorer"), tags.get("encoder"), tags.get("decoder"), run.data.params.get("seed"))
+
+
+def settle_children(client: MlflowClient, parent_run_id: str) -> Settlement:
+    """End and link the sweep's child runs as :func:`~attnlab.ops.sweep_attempts.settle` says; what was done."""
+    runs = {run.info.run_id: run for run in child_runs(client, parent_run_id)}
+    plan = settle([ChildRun(r.info.run_id, combination(r), r.info.status, r.info.start_time) for r in runs.values()])
+    for run_id, tags in plan.tags.items():
+        client.log_batch(run_id, tags=[RunTag(key, value) for key, value in tags.items()])
+    for run_id, why in plan.end.items():
+        client.log_batch(run_id, tags=[RunTag(ENDED_BY, f"sweep {parent_run_id}: {why}"), RunTag("attnlab.error", why)])
+        client.set_terminated(run_id, "FAILED")
+        crash_flow_run(runs[run_id].data.tags.get("prefect.flow_run_id"), why)
+        log.info("%s: ended FAILED: %s", runs[run_id].info.run_name, why)
+    return plan
+
+
+def crash_flow_run(flow_run_id: str | None, why: str) -> None:
+    """Mark the Prefect flow run of a lost attempt Crashed (it would stay Running forever)."""
+    if not flow_run_id:
+        return
+    from prefect.client.orchestration import get_client
+    from prefect.states import Crashed
+
+    try:
+        with get_client(sync_client=True) as prefect:
+            state = prefect.read_flow_run(flow_run_id).state
+            if state is None or not state.is_final():
+                prefect.set_flow_run_state(flow_run_id, Crashed(message=why), force=True)
+    except Exception as exc:  # noqa: BLE001  the MLflow record is what matters; say why not
+        log.warning("could not mark Prefect flow run %s Crashed: %s", flow_run_id, exc)

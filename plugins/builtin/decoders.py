@@ -1,0 +1,277 @@
+"""Built-in decoders: rnn (GRU or LSTM cell, the seed's design) and transformer.
+
+Shapes: tgt_in long [B, Lt]; memory.outputs [B, Ls, D]; memory.summary [B, D];
+src_mask bool [B, Ls]; logits [B, Lt, V]; weights [B, Lt, Ls].
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from attnlab.plugins.attention import AttentionOutput
+from attnlab.plugins.decoder import AttentionFactory, Decoder, DecoderOutput, State, cat_steps
+from attnlab.plugins.encoder import EncoderOutput
+from attnlab.plugins.builtin.encoders import check_transformer_options, sinusoidal_positions
+from attnlab.plugins.options import require_probability
+from attnlab.plugins._recurrence import AttentiveGRUScan, attentive_step, gru_cell
+from attnlab.plugins.tokens import PAD_ID
+
+CELLS = {"gru": nn.GRUCell, "lstm": nn.LSTMCell}
+
+
+class RNNDecoder(Decoder):
+    """Recurrent decoder with attention, as in the seed tutorial and Bahdanau et al.
+
+    At each step the query is the previous decoder state, keys = values = encoder outputs; the
+    context is concatenated with the input embedding and fed to the cell; the next token is
+    predicted from the new state and the context. The first state is built from the encoder
+    summary, which is all the decoder has under the ``none`` scorer.
+
+    Options:
+        cell: "gru" (default) or "lstm".
+        dropout: dropout on the embeddings and before the output layer (default 0).
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embedding_dim: int,
+        hidden_size: int,
+        memory_dim: int,
+        make_attention: AttentionFactory,
+        cell: str = "gru",
+        dropout: float = 0.0,
+        **options,
+    ) -> None:
+        super().__init__(vocab_size, embedding_dim, hidden_size, memory_dim, make_attention, **options)
+        if cell not in CELLS:
+            raise ValueError(f"unknown cell {cell!r}; allowed: {', '.join(CELLS)}")
+        require_probability(dropout=dropout)
+        self.is_lstm = cell == "lstm"
+        self.embedding = nn.Embedding(vocab_size, embedding_dim, padding_idx=PAD_ID)
+        self.attention = make_attention(hidden_size, memory_dim)
+        context_dim = self.attention.output_dim
+        self.bridge = nn.Linear(memory_dim, hidden_size)
+        self.cell = CELLS[cell](embedding_dim + context_dim, hidden_size)
+        self.dropout = nn.Dropout(dropout)
+        self.out = nn.Linear(hidden_size + context_dim, vocab_size)
+
+    def start(self, memory: EncoderOutput, src_mask: Tensor) -> State:
+        h = torch.tanh(self.bridge(memory.summary))
+        return (h, torch.zeros_like(h)) if self.is_lstm else (h,)
+
+    def _attend(self, state: State, memory: EncoderOutput, src_mask: Tensor, need_weights: bool) -> AttentionOutput:
+        """Attention for the next step: query = previous state [B, 1, H]; Lq = 1."""
+        query, keys = state[0].unsqueeze(1), memory.outputs
+        if need_weights:
+            return self.attention(query, keys, keys, src_mask)
+        return AttentionOutput(self.attention.context_only(query, keys, keys, src_mask), None)
+
+    def _context_weight(self) -> Tensor:
+        """The context's columns of the cell's input weight, [G, C], contiguous (a strided slice
+        makes every step's matmul several times slower)."""
+        return self.cell.weight_ih[:, self.embedding_dim :].contiguous()
+
+    def _cell(self, input_gates: Tensor, context: Tensor, state: State, w_context: Tensor) -> State:
+        """One recurrent step. input_gates [B, G] = W_ih[:, :E] x + b_ih for the embedded token,
+        context [B, C]; the cell's input is [embedding; context], split so the embedding part can
+        be computed for all steps at once. Same arithmetic as nn.GRUCell / nn.LSTMCell."""
+        gates_in = input_gates + F.linear(context, w_context)
+        gates_h = F.linear(state[0], self.cell.weight_hh, self.cell.bias_hh)
+        if self.is_lstm:
+            i, f, g, o = (gates_in + gates_h).chunk(4, dim=1)
+            c = torch.sigmoid(f) * state[1] + torch.sigmoid(i) * torch.tanh(g)
+            return (torch.sigmoid(o) * torch.tanh(c), c)
+        return (gru_cell(gates_in, gates_h, state[0])[0],)
+
+    def _gate_table(self) -> Tensor:
+        """The embedding's share of the cell's input gates for every token, [V, G]."""
+        return F.linear(self.embedding.weight, self.cell.weight_ih[:, : self.embedding_dim], self.cell.bias_ih)
+
+    def _input_gates(self, tokens: Tensor) -> Tensor:
+        """tokens long [B, ...] -> the embedding's share of the cell's input gates [B, ..., G]."""
+        if (self.training and self.dropout.p > 0) or tokens.numel() < self.vocab_size:
+            weight, bias = self.cell.weight_ih[:, : self.embedding_dim], self.cell.bias_ih
+            return F.linear(self.dropout(self.embedding(tokens)), weight, bias)
+        # Without dropout the share depends on the token alone: project the whole vocabulary once
+        # and look the rows up, instead of a [tokens, E] x [E, G] matmul.
+        return F.embedding(tokens, self._gate_table())
+
+    def _fused_scale(self) -> float | None:
+        """The dot-product scale when the GRU steps can run fused (see plugins.recurrence)."""
+        if self.is_lstm or (self.training and self.dropout.p > 0):
+            return None
+        return self.attention.dot_scale()
+
+    def step(self, tokens, state, memory, src_mask):
+        scale = self._fused_scale()
+        if scale is not None and not torch.is_grad_enabled():
+            h, context, weights = attentive_step(
+                tokens, self._gate_table(), state[0], memory.outputs, None if bool(src_mask.all()) else src_mask,
+                self._context_weight(), self.cell.weight_hh, self.cell.bias_hh, scale,
+            )  # fmt: skip
+            logits = self.out(torch.cat([h, context], dim=-1))
+            return logits, (h,), AttentionOutput(context.unsqueeze(1), weights.unsqueeze(1))
+        attn = self._attend(state, memory, src_mask, need_weights=True)
+        context = attn.context[:, 0]
+        state = self._cell(self._input_gates(tokens), context, state, self._context_weight())
+        logits = self.out(self.dropout(torch.cat([state[0], context], dim=-1)))
+        return logits, state, attn
+
+    def forward(self, tgt_in, memory, src_mask, need_weights=True) -> DecoderOutput:
+        scale = self._fused_scale()
+        if scale is not None:
+            return self._fused_forward(tgt_in, memory, src_mask, scale, need_weights)
+        # step() for all positions, with the embedding and output layers run once for all steps.
+        input_gates = self._input_gates(tgt_in)  # [B, Lt, G]
+        w_context = self._context_weight()
+        state = self.start(memory, src_mask)
+        hiddens, contexts, weights, heads = [], [], [], []
+        # unbind, not [:, t]: its backward stacks once instead of zero-filling [B, Lt, G] per step.
+        for step_gates in input_gates.unbind(1):
+            attn = self._attend(state, memory, src_mask, need_weights)
+            state = self._cell(step_gates, attn.context[:, 0], state, w_context)
+            hiddens.append(state[0])
+            contexts.append(attn.context)
+            weights.append(attn.weights)
+            heads.append(attn.head_weights)
+        features = torch.cat([torch.stack(hiddens, dim=1), torch.cat(contexts, dim=1)], dim=-1)
+        logits = self.out(self.dropout(features))
+        if not need_weights:
+            return DecoderOutput(logits, None)
+        return DecoderOutput(logits, cat_steps(weights, dim=1), cat_steps(heads, dim=2))
+
+    def _fused_forward(self, tgt_in, memory, src_mask, scale: float, need_weights: bool) -> DecoderOutput:
+        """forward() for a GRU cell and a dot-product scorer: all steps in one autograd function."""
+        mask = None if bool(src_mask.all()) else src_mask
+        features, weights = AttentiveGRUScan.apply(
+            tgt_in.t(),
+            self._gate_table(),
+            self.start(memory, src_mask)[0],
+            memory.outputs,
+            mask,
+            self._context_weight(),
+            self.cell.weight_hh,
+            self.cell.bias_hh,
+            scale,
+        )
+        logits = self.out(features).transpose(0, 1)  # features [Lt, B, H + C]
+        return DecoderOutput(logits, weights.transpose(0, 1) if need_weights else None)
+
+
+class _TransformerDecoderLayer(nn.Module):
+    """Pre-norm layer: masked self-attention, cross-attention through the scorer, feed-forward."""
+
+    def __init__(self, size: int, heads: int, feedforward_dim: int, dropout: float, cross) -> None:
+        super().__init__()
+        self.self_norm = nn.LayerNorm(size)
+        self.self_attn = nn.MultiheadAttention(size, heads, dropout=dropout, batch_first=True)
+        self.cross_norm = nn.LayerNorm(size)
+        self.cross = cross
+        self.cross_out = nn.Linear(cross.output_dim, size)
+        self.ff_norm = nn.LayerNorm(size)
+        self.ff = nn.Sequential(
+            nn.Linear(size, feedforward_dim), nn.ReLU(), nn.Dropout(dropout), nn.Linear(feedforward_dim, size)
+        )
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(
+        self, x: Tensor, causal: Tensor, memory: Tensor, src_mask: Tensor, need_weights: bool
+    ) -> tuple[Tensor, AttentionOutput]:
+        """x [B, Lt, size], causal bool [Lt, Lt] (True = blocked), memory [B, Ls, D]."""
+        h = self.self_norm(x)
+        x = x + self.dropout(self.self_attn(h, h, h, attn_mask=causal, need_weights=False)[0])
+        h = self.cross_norm(x)
+        if need_weights:
+            attn = self.cross(h, memory, memory, src_mask)
+        else:
+            attn = AttentionOutput(self.cross.context_only(h, memory, memory, src_mask), None)
+        x = x + self.dropout(self.cross_out(attn.context))
+        x = x + self.dropout(self.ff(self.ff_norm(x)))
+        return x, attn
+
+
+class TransformerDecoder(Decoder):
+    """Transformer decoder: masked self-attention plus cross-attention through the chosen scorer.
+
+    The encoder summary is added to every input position, so the ``none`` scorer still has the
+    source's fixed-size summary. Reported weights (and a multi-head scorer's head weights) are
+    those of the last layer; ``layer_weights`` [B, layers, Lt, Ls] has every layer's.
+
+    Options:
+        layers: number of layers (default 2).
+        heads: self-attention heads (default 4); must divide hidden_size.
+        feedforward_dim: inner size of the feed-forward blocks (default 2 * hidden_size).
+        dropout: dropout inside the layers (default 0.1).
+        max_length: longest target (default 512).
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embedding_dim: int,
+        hidden_size: int,
+        memory_dim: int,
+        make_attention: AttentionFactory,
+        layers: int = 2,
+        heads: int = 4,
+        feedforward_dim: int | None = None,
+        dropout: float = 0.1,
+        max_length: int = 512,
+        **options,
+    ) -> None:
+        super().__init__(vocab_size, embedding_dim, hidden_size, memory_dim, make_attention, **options)
+        feedforward_dim = check_transformer_options(
+            hidden_size, layers, heads, feedforward_dim, dropout, max_length
+        )
+        self.max_length = max_length
+        self.embedding = nn.Embedding(vocab_size, embedding_dim, padding_idx=PAD_ID)
+        self.project = nn.Linear(embedding_dim, hidden_size)
+        self.summary_proj = nn.Linear(memory_dim, hidden_size)
+        self.register_buffer("positions", sinusoidal_positions(max_length, hidden_size), persistent=False)
+        self.layers = nn.ModuleList(
+            _TransformerDecoderLayer(
+                hidden_size, heads, feedforward_dim, dropout, make_attention(hidden_size, memory_dim)
+            )
+            for _ in range(layers)
+        )
+        self.norm = nn.LayerNorm(hidden_size)
+        self.out = nn.Linear(hidden_size, vocab_size)
+
+    def _run(
+        self, tgt_in: Tensor, memory: EncoderOutput, src_mask: Tensor, need_weights: bool
+    ) -> tuple[Tensor, list[AttentionOutput]]:
+        """tgt_in [B, Lt] -> logits [B, Lt, V] and every layer's cross-attention, first to last."""
+        length = tgt_in.shape[1]
+        if length > self.max_length:
+            raise ValueError(f"target length {length} exceeds this decoder's max_length {self.max_length}")
+        x = self.project(self.embedding(tgt_in)) + self.positions[:length]
+        x = x + self.summary_proj(memory.summary).unsqueeze(1)
+        causal = torch.ones(length, length, dtype=torch.bool, device=tgt_in.device).triu(1)
+        attns = []
+        for layer in self.layers:
+            x, attn = layer(x, causal, memory.outputs, src_mask, need_weights)
+            attns.append(attn)
+        return self.out(self.norm(x)), attns
+
+    def forward(self, tgt_in, memory, src_mask, need_weights=True) -> DecoderOutput:
+        logits, attns = self._run(tgt_in, memory, src_mask, need_weights)
+        last = attns[-1]
+        layers = None if last.weights is None else torch.stack([attn.weights for attn in attns], dim=1)
+        return DecoderOutput(logits, last.weights, last.head_weights, layers)
+
+    def start(self, memory: EncoderOutput, src_mask: Tensor) -> State:
+        return (memory.summary.new_zeros(memory.summary.shape[0], 0, dtype=torch.long),)
+
+    def step(self, tokens, state, memory, src_mask):
+        prefix = torch.cat([state[0], tokens.unsqueeze(1)], dim=1)  # [B, t + 1]
+        logits, attns = self._run(prefix, memory, src_mask, need_weights=True)
+        attn = attns[-1]
+        last = AttentionOutput(
+            attn.context[:, -1:],
+            None if attn.weights is None else attn.weights[:, -1:],
+            None if attn.head_weights is None else attn.head_weights[:, :, -1:],
+        )
+        return logits[:, -1], (prefix,), last
