@@ -5,7 +5,7 @@ VENV ?= .venv
 # Elsewhere: make TORCH_INSTALL="torch --index-url https://download.pytorch.org/whl/cpu"
 TORCH_INSTALL ?= torch==2.13.0
 
-.PHONY: setup browser bytecode run test ui benchmarks clean
+.PHONY: setup browser bytecode run test test-fast check docs ui benchmarks clean
 
 setup: $(VENV)/.installed browser bytecode
 
@@ -32,6 +32,20 @@ ui: setup
 
 test: setup
 	PYTHONUNBUFFERED=1 $(VENV)/bin/python -m pytest
+
+# The edit loop: unit tests only (no Prefect, no MLflow server, no real training).
+test-fast: $(VENV)/.installed
+	PYTHONUNBUFFERED=1 $(VENV)/bin/python -m pytest -m "not slow and not flows" -n 2
+
+# Lint, format and types: zero findings.
+check: $(VENV)/.installed
+	$(VENV)/bin/ruff check components flows plugins tests benchmarks scripts
+	$(VENV)/bin/ruff format --check components flows plugins tests benchmarks scripts
+	$(VENV)/bin/mypy
+
+# The docs site (MkDocs, Material theme, mkdocstrings); --strict fails on a broken link or reference.
+docs: $(VENV)/.installed
+	$(VENV)/bin/mkdocs build --strict --site-dir site
 
 benchmarks: setup
 	cd benchmarks && ../$(VENV)/bin/python bench_attention.py && ../$(VENV)/bin/python bench_decoding.py && ../$(VENV)/bin/python bench_training.py && ../$(VENV)/bin/python bench_cli_train.py
