@@ -28,7 +28,7 @@ from prefect.runtime import flow_run
 
 from attnlab.evaluation.benchmark import DEFAULT_SIZE
 from attnlab.lab.config import ExperimentConfig
-from attnlab.flows.tracking import registry as model_registry
+from attnlab.lab.names import experiment_name, model_name
 from attnlab.flows.tracking import promote as promotion
 from attnlab.flows.tracking import prune as retention
 from attnlab.flows.tracking import store
@@ -130,8 +130,8 @@ def retrain_flow(
     logger = get_run_logger()
     threads = thread_share(concurrent_runs)
     torch.set_num_threads(threads)
-    name = model_registry.model_name(config.task)
-    experiment = experiment or tracking.experiment_name(config.task)
+    name = model_name(config.task)
+    experiment = experiment or experiment_name(config.task)
     tags = flow_run_tags()
     run_id = start_retrain_run(config.task, experiment, tags)
     folder = promotion.scratch_folder()

@@ -10,14 +10,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 from mlflow import MlflowClient
-from mlflow.exceptions import MlflowException
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
@@ -25,11 +23,12 @@ from attnlab.viz.alignment_plots import offset_chart, training_chart
 from attnlab.model.bundle import load_bundle, save_bundle
 from attnlab.data.cache import cache_root
 from attnlab.lab.config import ExperimentConfig
+from attnlab.lab.names import model_name
 from attnlab.data.datasets import load_splits, save_splits
 from attnlab.evaluation.metrics import Evaluation, evaluate
 from attnlab.data.examples import gold_alignments
 from attnlab.training.experiment import prepare_data, train_model
-from attnlab.ops.faults import out_of_space
+from attnlab.ops import retry
 from attnlab.viz.explorer import write_explorer
 from attnlab.viz.explorer_data import CURVE_EXAMPLES, PROBE_EXAMPLES, SnapshotRecorder, describe, model_views, run_document
 from attnlab.flows.tracking import registry as model_registry
@@ -40,7 +39,7 @@ from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking.benchmark_store import Benchmark, ensure_benchmark
 from attnlab.flows.tracking.promotion_lock import promotion_lock
 from attnlab.flows.tracking.step_log import StepLog
-from attnlab.flows.tracking.errors import TrackingLost, UserError
+from attnlab.flows.tracking.errors import TrackingLost
 from attnlab.model.assembly import build_task
 from attnlab.viz.heatmaps import attention_heatmap, head_heatmaps, save_figure
 from attnlab.model.predict import predict
@@ -55,15 +54,9 @@ step_progress = logging.getLogger(f"{PROGRESS_LOGGER}.steps")
 
 
 def transient(task, task_run, state) -> bool:
-    """Retry condition: retry I/O and tracking-server hiccups, not mistakes or bugs."""
-    exc = state.data if isinstance(state.data, BaseException) else None
-    if isinstance(exc, UserError) or (exc is not None and out_of_space(exc)):
-        return False  # a full disk stays full for the seconds a retry waits
-    if isinstance(exc, (OSError, ConnectionError, TimeoutError)):
-        return True
-    if isinstance(exc, MlflowException):
-        return exc.error_code in {"INTERNAL_ERROR", "TEMPORARILY_UNAVAILABLE", "REQUEST_LIMIT_EXCEEDED", "ABORTED"}
-    return type(exc).__module__.split(".")[0] in {"requests", "urllib3", "sqlalchemy", "httpx"}
+    """Prefect's retry condition: retry I/O and tracking-server hiccups, not mistakes or bugs
+    (:func:`attnlab.ops.retry.transient`)."""
+    return retry.transient(state.data if isinstance(state.data, BaseException) else None)
 
 
 LOGGING = dict(retries=2, retry_delay_seconds=[1, 5], retry_condition_fn=transient, cache_policy=NO_CACHE)
@@ -313,7 +306,7 @@ def prepare_benchmark(config: ExperimentConfig, experiment: str, size: int, fold
     downloaded to ``folder``."""
     client = MlflowClient()
     experiment_id = tracking.ensure_experiment(client, experiment, store.resolve_store())
-    name = model_registry.model_name(config.task)
+    name = model_name(config.task)
     return ensure_benchmark(client, name, experiment_id, config, size, folder, lock=promotion_lock(name))
 
 

@@ -26,6 +26,7 @@ from prefect.cache_policies import NO_CACHE
 from attnlab.evaluation.compare import Grid, comparison_table, format_table, grid_configs, run_rows
 from attnlab.viz.compare_plots import accuracy_by_length, attention_side_by_side, learning_curves
 from attnlab.lab.config import ExperimentConfig
+from attnlab.lab.names import experiment_name
 from attnlab.data.datasets import load_splits
 from attnlab.data.examples import gold_alignments, pick_probe
 from attnlab.viz.explorer import write_explorer
@@ -284,7 +285,7 @@ def sweep_flow(
     """
     grid_ = Grid({dim: tuple(values) for dim, values in grid.items()}, tuple(seeds))
     bands = [tuple(band) for band in bands or []]
-    experiment = experiment or tracking.experiment_name(base.task if len(grid_.values.get("task", ())) <= 1 else "sweeps")
+    experiment = experiment or experiment_name(base.task if len(grid_.values.get("task", ())) <= 1 else "sweeps")
     configs = grid_configs(base, grid_)
     jobs = [(grid_.label(config), config) for config in configs]
     labels = list(dict.fromkeys(label for label, _ in jobs))

@@ -28,10 +28,10 @@ from prefect import flow
 
 from attnlab.evaluation.benchmark import DEFAULT_SIZE
 from attnlab.lab.config import ExperimentConfig
+from attnlab.lab.names import experiment_name, model_name
 from attnlab.data.datasets import data_spec
 from attnlab.data.examples import EXAMPLE_PLOTS, pick_examples
 from attnlab.ops.faults import Surroundings, diagnose, fault_line
-from attnlab.flows.tracking import registry as model_registry
 from attnlab.flows.services import prefect_watch
 from attnlab.flows.tracking import promote as promotion
 from attnlab.flows.tracking import store
@@ -98,7 +98,7 @@ def train_flow(
     the test examples picked by :func:`attnlab.data.examples.pick_examples` (``explorer.html`` shows
     every test example's attention either way).
     """
-    experiment = experiment or tracking.experiment_name(config.task)
+    experiment = experiment or experiment_name(config.task)
     tags = flow_run_tags()
     if parent_run_id:
         tags["mlflow.parentRunId"] = parent_run_id
@@ -285,7 +285,7 @@ def _checked(watch: Stopwatch, artifacts: tuple[int, int] | None):
 
 def registered(task: str, version: str | None) -> dict[str, Any]:
     """The summary's ``model`` entry before any promotion."""
-    name = model_registry.model_name(task)
+    name = model_name(task)
     uri = None if version is None else f"models:/{name}/{version}"
     return {"name": name, "version": version, "uri": uri, "champion": False, "champion_version": None, "previous_champion": None, "decision": None}
 
@@ -296,7 +296,7 @@ def promote_version(
     """Promote registered ``version`` by the one rule, the decision recorded on ``run_id``; the
     summary's fields about it (``champion``, ``champion_version``, ``previous_champion``,
     ``decision``, ``benchmark``)."""
-    name = model_registry.model_name(config.task)
+    name = model_name(config.task)
     folder = promotion.scratch_folder()
     try:
         benchmark = tasks.prepare_benchmark(config, experiment, benchmark_size, folder)

@@ -23,3 +23,19 @@ def check_name(name: str, flag: str = "--experiment") -> str:
             "the name becomes a folder of the MLflow store"
         )
     return name
+
+
+#: What every name attnlab gives a task's things in MLflow starts with.
+PREFIX = "attnlab-"
+
+
+def model_name(task: str) -> str:
+    """The registered model of a task: ``attnlab-<task>`` (its champion is what ``attnlab predict``
+    uses by default)."""
+    return f"{PREFIX}{task}"
+
+
+def experiment_name(task: str) -> str:
+    """The default MLflow experiment of a task's runs: ``attnlab-<task>``, the registered model's
+    name (a sweep over several tasks uses ``experiment_name("sweeps")``)."""
+    return f"{PREFIX}{task}"

@@ -27,10 +27,11 @@ def open_store(model: str | None, task: str) -> str:
     from attnlab.flows.tracking import registry as model_registry
     from attnlab.flows.tracking import store_guard
     from attnlab.flows.tracking.store import check_store, resolve_store, use_store
+    from attnlab.lab.names import model_name
 
     store = resolve_store()
     if model is None:
-        name = model_registry.model_name(task)
+        name = model_name(task)
         if store.embedded and not (store.folder / "mlflow.db").exists():
             store_guard.check_not_lost(store.folder)  # the database is lost, not yet to be made
             raise UserError(
@@ -257,9 +258,10 @@ def predict(
         if model is None:  # the champion: its config read without MLflow, where the store allows
             from attnlab.flows.tracking.champion_config import champion_config
             from attnlab.flows.tracking.store import resolve_store
+            from attnlab.lab.names import model_name
 
             where = resolve_store()
-            config = champion_config(where.folder, f"attnlab-{task}") if where.embedded else None
+            config = champion_config(where.folder, model_name(task)) if where.embedded else None
             check_inputs(texts, config)
         uri = None if bundle_folder(model) else open_store(model, task)
         if config is None:  # not read yet: from the bundle folder or the MLflow model

@@ -68,7 +68,7 @@ def chosen_experiments(client, store, experiment: str | None, task: str | None) 
     every = {e.experiment_id: e.name for e in client.search_experiments()}
     if experiment is None and task is None:
         return every
-    from attnlab.flows.tracking.runs import experiment_name
+    from attnlab.lab.names import experiment_name
 
     name = experiment if experiment is not None else experiment_name(task)
     found = {key: value for key, value in every.items() if value == name}
@@ -92,7 +92,8 @@ def recent_runs(client, experiments: dict[str, str], statuses: tuple[str, ...], 
 def champion_runs(client, tasks: set[str]) -> dict[str, str | None]:
     """The run ids of the model versions holding the champion alias of ``attnlab-<task>``, each
     with why its model cannot be loaded (as the last promotion found it), or None."""
-    from attnlab.flows.tracking.registry import champion_version, model_name
+    from attnlab.flows.tracking.registry import champion_version
+    from attnlab.lab.names import model_name
     from attnlab.flows.tracking.promote import UNUSABLE_TAG
 
     holders = (champion_version(client, model_name(task)) for task in sorted(tasks))

@@ -179,7 +179,7 @@ def schedule(
         os.environ["PREFECT_LOGGING_LEVEL"] = "INFO"
     from prefect.deployments.runner import EntrypointType
 
-    from attnlab.flows.tracking.registry import model_name
+    from attnlab.lab.names import model_name
     from attnlab.flows.retrain_flow import retrain_flow
 
     deployment = name or config.task

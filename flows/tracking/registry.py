@@ -16,6 +16,7 @@ from mlflow.exceptions import MlflowException
 
 from attnlab.flows.tracking.errors import ModelUnusable, UserError
 from attnlab.flows.tracking.store import already_exists, is_missing, reason
+from attnlab.lab.names import model_name
 
 if TYPE_CHECKING:  # torch comes with it: `attnlab predict` loads the registry before torch
     from attnlab.lab.config import ExperimentConfig
@@ -24,11 +25,6 @@ CHAMPION = "champion"
 #: A model version's own test score, kept as a tag for people browsing the registry (the alias
 #: is decided on the benchmark, not on this).
 TEST_SCORE_TAG = "test_exact_match"
-
-def model_name(task: str) -> str:
-    """The registered model of a task."""
-    return f"attnlab-{task}"
-
 
 def pip_requirements() -> list[str]:
     """The model's requirements, given explicitly (inferring them costs MLflow 8-10 s).

@@ -48,11 +48,6 @@ EPOCH_METRICS = {
 }
 
 
-def experiment_name(task: str) -> str:
-    """The default experiment of a task."""
-    return f"attnlab-{task}"
-
-
 def ensure_experiment(client: MlflowClient, name: str, store: Store) -> str:
     """The id of experiment ``name``, created (or restored) if needed. On the embedded store its
     artifacts go to ``<dir>/artifacts/<name>`` (else MLflow would use ``./mlruns``). It carries

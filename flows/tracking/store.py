@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Iterator
 
 from attnlab.flows.tracking.errors import ArtifactsLost, TrackingUnavailable
-from attnlab.ops.retry import BUDGET_SECONDS, retrying
+from attnlab.ops.retry import BUDGET_SECONDS, answers_late, retrying
 
 DEFAULT_DIR = "mlflow"
 
@@ -96,19 +96,7 @@ def reason(exc: BaseException) -> str:
     return first if len(first) <= 160 else first[:157] + "..."
 
 
-#: A store answers late (retried) rather than not at all (reported at once) when it says so.
-_LATE = ("timed out", "Read timed out", "database is locked", "too many 5", "TEMPORARILY_UNAVAILABLE",
-         "503", "502", "504", "429", "Connection reset", "RemoteDisconnected")  # fmt: skip
 retries = logging.getLogger("attnlab.tracking")
-
-
-def answers_late(exc: BaseException) -> bool:
-    """True for failures of a store that is there but busy (a timeout, a 5xx, a locked SQLite
-    file); False for one that is absent (connection refused, unknown host) or refused on purpose."""
-    if isinstance(exc, TrackingUnavailable):
-        return False
-    text = f"{type(exc).__name__}: {exc}"
-    return any(needle in text for needle in _LATE)
 
 
 def check_store(store: Store, timeout: float = 3.0, writable: bool = True, budget: float = BUDGET_SECONDS) -> None:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from attnlab.ops.retry import backoff, retrying
+import errno
+
+from attnlab.lab.errors import UserError
+from attnlab.ops.retry import Failure, answers_late, backoff, classify, retrying, transient
 
 
 class FakeTime:
@@ -66,6 +69,55 @@ def test_retries_stop_when_the_budget_is_spent_counting_slow_attempts():
         retrying(attempt, lambda exc: True, budget=30, sleep=time.sleep, clock=time.clock)
     assert time.now <= 30 + 5  # the last attempt may start before the deadline and run past it
     assert time.slept == [0.5, 1, 2, 4]
+
+
+class CodedError(Exception):
+    """An error carrying a tracking server's error code, as MLflow's do."""
+
+    def __init__(self, message: str, error_code: str) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+
+
+class TrackingDown(UserError):
+    """A store reported unreachable in one line already."""
+
+
+@pytest.mark.parametrize(
+    "exc, failure",
+    [
+        (UserError("--epochs 0: give at least 1"), Failure.MISTAKE),
+        (TrackingDown("cannot reach the MLflow tracking store: timed out"), Failure.MISTAKE),  # told, not asked again
+        (OSError(errno.ENOSPC, "No space left on device"), Failure.FULL_DISK),
+        (RuntimeError("sqlite3.OperationalError: database or disk is full"), Failure.FULL_DISK),
+        (TimeoutError("Read timed out. (read timeout=3)"), Failure.LATE),
+        (RuntimeError("sqlite3.OperationalError: database is locked"), Failure.LATE),
+        (RuntimeError("Max retries exceeded (Caused by ResponseError('too many 503 error responses'))"), Failure.LATE),
+        (CodedError("db locked", "INTERNAL_ERROR"), Failure.BUSY),
+        (CodedError("slow down", "REQUEST_LIMIT_EXCEEDED"), Failure.BUSY),
+        (CodedError("bad value", "INVALID_PARAMETER_VALUE"), Failure.REFUSED),
+        (CodedError("no such run", "RESOURCE_DOES_NOT_EXIST"), Failure.REFUSED),
+        (ConnectionRefusedError(111, "Connection refused"), Failure.NETWORK),
+        (OSError("disk"), Failure.NETWORK),
+        (KeyError("bug"), Failure.OTHER),
+    ],
+)
+def test_each_failure_is_classified(exc, failure):
+    assert classify(exc) is failure
+
+
+def test_a_store_that_answers_late_is_asked_again_and_an_absent_one_is_not():
+    assert answers_late(TimeoutError("timed out")) and answers_late(CodedError("HTTP 503", "TEMPORARILY_UNAVAILABLE"))
+    assert not answers_late(ConnectionRefusedError(111, "Connection refused"))
+    assert not answers_late(CodedError("db locked", "INTERNAL_ERROR"))  # a damaged store says so at once
+    assert not answers_late(TrackingDown("timed out"))
+
+
+def test_a_step_retries_hiccups_but_not_mistakes_full_disks_refusals_or_bugs():
+    retried = [TimeoutError("timed out"), CodedError("db locked", "INTERNAL_ERROR"), ConnectionResetError(104, "reset")]
+    kept = [UserError("bad"), OSError(errno.ENOSPC, "full"), CodedError("bad", "INVALID_PARAMETER_VALUE"), KeyError("bug"), None]
+    assert [transient(exc) for exc in retried] == [True] * 3
+    assert [transient(exc) for exc in kept] == [False] * 5
 
 
 def test_runs_sharing_a_machine_get_an_equal_share_of_its_cores():
