@@ -1,31 +1,47 @@
-"""``attnlab schedule`` (a cron deployment of the retrain flow, served here or deployed to a work
-pool) and ``attnlab server`` (a local Prefect server and MLflow server on 127.0.0.1).
+"""``attnlab schedule``: a cron deployment of the retrain flow, served here or deployed to a work
+pool; registered with ``attnlab server`` (:mod:`attnlab.flows.cli.server`), which starts the
+servers it needs.
 
-Every mistake (bad cron, config, margin, keep; no Prefect server configured or reachable; a busy port)
-is one line on stderr and exit status 2, found before anything is created.
+Every mistake (bad cron, config, margin, keep; no Prefect server configured or reachable) is one
+line on stderr and exit status 2, found before anything is created.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import time
-from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
-from attnlab.flows.cli.support import CLI_FIELDS, build_config, check_config, fail, quiet, sigterm_as_interrupt, user_errors
+from attnlab.flows.cli.options import (
+    BatchSize,
+    BeamSize,
+    ConfigFile,
+    ConfigOptions,
+    Decoder,
+    Device,
+    EmbeddingDim,
+    Encoder,
+    Epochs,
+    Experiment,
+    HiddenSize,
+    LearningRate,
+    Scorer,
+    Task,
+    TrainSize,
+    Verbose,
+)
+from attnlab.flows.cli.server import PREFECT_PORT, server
+from attnlab.flows.cli.support import build_config, check_config, config_flags, quiet, sigterm_as_interrupt, user_errors
 from attnlab.flows.tracking.errors import UserError
 from attnlab.ops.retention import DEFAULT_KEEP, keep_problem
 
 FLOW_NAME = "attnlab-retrain"
-PREFECT_PORT = 4200
-MLFLOW_PORT = 5000
 
 
 def register(app) -> None:
-    """Add this module's commands to the ``attnlab`` app."""
+    """Add ``schedule`` and ``server`` (:mod:`attnlab.flows.cli.server`) to the ``attnlab`` app."""
     app.command()(schedule)
     app.command()(server)
 
@@ -124,103 +140,135 @@ def schedule(
     when_busy: str = typer.Option("skip", metavar="skip|queue", help="a tick that finds N runs still going: skip it (its run is cancelled) or queue it"),
     keep: int = typer.Option(DEFAULT_KEEP, metavar="N", help="model versions kept after each run: the newest N (at least 2), the champion and the one before it; "
                              "older ones are deleted from the registry (their runs and files stay)"),  # fmt: skip
-    task: Optional[str] = typer.Option(None, metavar="NAME", help="task plugin (default: date)"),
-    scorer: Optional[str] = typer.Option(None, metavar="NAME", help="attention scorer plugin (default: scaled_dot)"),
-    encoder: Optional[str] = typer.Option(None, metavar="NAME", help="encoder plugin (default: gru)"),
-    decoder: Optional[str] = typer.Option(None, metavar="NAME", help="decoder plugin (default: rnn)"),
-    epochs: Optional[str] = typer.Option(None, metavar="N", help="most epochs per retrain"),
-    embedding_dim: Optional[str] = typer.Option(None, metavar="N", help="embedding size"),
-    hidden_size: Optional[str] = typer.Option(None, metavar="N", help="hidden size"),
-    train_size: Optional[str] = typer.Option(None, metavar="N", help="training examples (fresh ones each run)"),
-    batch_size: Optional[str] = typer.Option(None, metavar="N", help="batch size"),
-    learning_rate: Optional[str] = typer.Option(None, metavar="FLOAT", help="Adam learning rate"),
-    beam_size: Optional[str] = typer.Option(None, metavar="N", help="beam size at evaluation (1 = greedy)"),
-    device: Optional[str] = typer.Option(None, metavar="DEVICE", help="auto, cpu, cuda or cuda:N"),
-    config_file: Optional[Path] = typer.Option(None, "--config", metavar="FILE.yaml", help="YAML file of config keys; flags override it"),
-    option: list[str] = typer.Option([], "--option", "-o", metavar="KEY=VALUE", help="KEY=VALUE config override, e.g. -o validation_size=300"),
-    experiment: Optional[str] = typer.Option(None, metavar="NAME", help="MLflow experiment (default: attnlab-<task>)"),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="show MLflow's and Prefect's logs in this process too"),
+    task: Task = None,
+    scorer: Scorer = None,
+    encoder: Encoder = None,
+    decoder: Decoder = None,
+    epochs: Epochs = None,
+    embedding_dim: EmbeddingDim = None,
+    hidden_size: HiddenSize = None,
+    train_size: TrainSize = None,
+    batch_size: BatchSize = None,
+    learning_rate: LearningRate = None,
+    beam_size: BeamSize = None,
+    device: Device = None,
+    config_file: ConfigFile = None,
+    option: ConfigOptions = [],
+    experiment: Experiment = None,
+    verbose: Verbose = False,
 ) -> None:
     """Retrain on a cron schedule: create a Prefect deployment of the retrain flow and serve it
     here (Ctrl-C stops; the schedule pauses until served again), or deploy it to a work pool.
     Needs a Prefect server in PREFECT_API_URL (see 'attnlab server')."""
     user_level = os.environ.get("PREFECT_LOGGING_LEVEL")
     quiet(verbose)
-    flags = {key: value for key, value in locals().items() if key in CLI_FIELDS}
+    flags = config_flags(locals())
     with user_errors():
-        from attnlab.ops.promotion import check_margin
-
-        try:
-            check_margin(margin)
-        except ValueError:
-            raise UserError(f"--margin {margin}: give an exact-match difference in [0, 1), e.g. 0.01") from None
-        if benchmark_size < 1:
-            raise UserError(f"--benchmark-size {benchmark_size}: give at least 1")
-        if keep_problem(keep):
-            raise UserError(f"--{keep_problem(keep)}")
-        cron_schedule = check_schedule(cron, timezone)
-        busy = check_busy_policy(max_concurrent, when_busy)
+        check_retrain_settings(margin, benchmark_size, keep)
+        cron_schedule, busy = check_schedule(cron, timezone), check_busy_policy(max_concurrent, when_busy)
         config = build_config(config_file, flags, option)
-        from attnlab.flows.cli.train import check_start
-
-        # Served here, runs train on this machine; a work pool's workers may have the device.
-        check_start(config, experiment, device=not work_pool)
-        check_config(config)
-        url = prefect_api()
-        from attnlab.flows.tracking.store import check_store, resolve_store
-
-        store = resolve_store()
-        check_store(store)
-        if work_pool:
-            check_work_pool(work_pool, url)
+        url, store = check_surroundings(config, experiment, work_pool)
         when = next_run(cron, timezone)
     os.environ.update(store_env(store))
     if user_level is None:  # runs log at INFO (Prefect UI and this terminal); a level the user set wins
         os.environ["PREFECT_LOGGING_LEVEL"] = "INFO"
     from prefect.deployments.runner import EntrypointType
 
-    from attnlab.lab.names import model_name
-    from attnlab.flows.retrain_flow import retrain_flow
-
     deployment = name or config.task
     parameters = {"config": config.model_dump(mode="json"), "margin": margin, "benchmark_size": benchmark_size, "experiment": experiment,
                   "concurrent_runs": max_concurrent, "keep": keep}  # fmt: skip
-    common = dict(name=deployment, parameters=parameters, entrypoint_type=EntrypointType.MODULE_PATH)
-    lines = [
+    created = f"deployment '{FLOW_NAME}/{deployment}' created on {url}: cron '{cron}' ({timezone}), next run {when}"
+    lines = schedule_lines(config, store.tracking_uri, margin, max_concurrent, when_busy, keep, deployment)
+    settings = dict(name=deployment, parameters=parameters, entrypoint_type=EntrypointType.MODULE_PATH, schedule=cron_schedule, concurrency_limit=busy)
+    if work_pool:
+        deploy_to_pool(work_pool, store, settings, f"{created}, work pool {work_pool!r}", lines)
+    else:
+        serve_here(deployment, settings, created, lines)
+
+
+def check_surroundings(config, experiment: str | None, work_pool: str | None) -> tuple[str, Any]:
+    """(Prefect's API URL, the MLflow store), each checked to answer, once the config's plugins,
+    the experiment name, the device and the work pool are checked; UserError for the first problem."""
+    from attnlab.flows.cli.train import check_start
+    from attnlab.flows.tracking.store import check_store, resolve_store
+
+    # Served here, runs train on this machine; a work pool's workers may have the device.
+    check_start(config, experiment, device=not work_pool)
+    check_config(config)
+    url = prefect_api()
+    store = resolve_store()
+    check_store(store)
+    if work_pool:
+        check_work_pool(work_pool, url)
+    return url, store
+
+
+def check_retrain_settings(margin: float, benchmark_size: int, keep: int) -> None:
+    """UserError naming the flag of a margin, benchmark size or ``--keep`` the retrain flow refuses."""
+    from attnlab.ops.promotion import check_margin
+
+    try:
+        check_margin(margin)
+    except ValueError:
+        raise UserError(f"--margin {margin}: give an exact-match difference in [0, 1), e.g. 0.01") from None
+    if benchmark_size < 1:
+        raise UserError(f"--benchmark-size {benchmark_size}: give at least 1")
+    if keep_problem(keep):
+        raise UserError(f"--{keep_problem(keep)}")
+
+
+def schedule_lines(config, tracking_uri: str, margin: float, max_concurrent: int, when_busy: str, keep: int, deployment: str) -> list[str]:
+    """What a deployment does, said once it is created: what it retrains and promotes, how many run
+    at once, what it prunes and how to trigger it by hand."""
+    from attnlab.lab.names import model_name
+
+    them = "it" if max_concurrent == 1 else "them"
+    busy = "skipped (its run is cancelled)" if when_busy == "skip" else "queued"
+    return [
         f"retrains {config.scorer}/{config.encoder}/{config.decoder} on {config.task} ({config.train_size} fresh "
         f"training examples each run); promotes a challenger that beats the champion by more than {margin} on the "
-        f"benchmark set; tracking: {store.tracking_uri}",
-        f"at most {max_concurrent} run{'s' * (max_concurrent != 1)} at a time; a tick that finds "
-        f"{'it' if max_concurrent == 1 else 'them'} still going is {'skipped (its run is cancelled)' if when_busy == 'skip' else 'queued'}",
+        f"benchmark set; tracking: {tracking_uri}",
+        f"at most {max_concurrent} run{'s' * (max_concurrent != 1)} at a time; a tick that finds {them} still going is {busy}",
         f"keeps the newest {keep} versions of {model_name(config.task)}, the champion and the one before it; each run deletes "
         "older ones from the registry (their runs and files stay)",
         f"trigger a run by hand: prefect deployment run '{FLOW_NAME}/{deployment}'",
     ]
-    if work_pool:
-        with user_errors():
-            retrain_flow.to_deployment(work_pool_name=work_pool, job_variables={"env": store_env(store)}, schedule=cron_schedule,
-                                       concurrency_limit=busy, **common).apply()  # fmt: skip
-        typer.echo(f"deployment '{FLOW_NAME}/{deployment}' created on {url}: cron '{cron}' ({timezone}), next run {when}, work pool {work_pool!r}")
-        typer.echo("\n".join(lines))
-        typer.echo(f"start a worker where attnlab is installed: prefect worker start --pool {work_pool}")
-        if store.embedded:
-            typer.echo(
-                f"note: runs log to the embedded store {store.folder}; workers on other machines need a tracking "
-                "server (export MLFLOW_TRACKING_URI=http://HOST:5000 before scheduling)",
-                err=True,
-            )
-        return
+
+
+def deploy_to_pool(work_pool: str, store, settings: dict[str, Any], created: str, lines: list[str]) -> None:
+    """Create the deployment on ``work_pool`` (its workers run the flow), then say so."""
+    from attnlab.flows.retrain_flow import retrain_flow
+
+    with user_errors():
+        retrain_flow.to_deployment(work_pool_name=work_pool, job_variables={"env": store_env(store)}, **settings).apply()
+    typer.echo(created)
+    typer.echo("\n".join(lines))
+    typer.echo(f"start a worker where attnlab is installed: prefect worker start --pool {work_pool}")
+    if store.embedded:
+        typer.echo(
+            f"note: runs log to the embedded store {store.folder}; workers on other machines need a tracking "
+            "server (export MLFLOW_TRACKING_URI=http://HOST:5000 before scheduling)",
+            err=True,
+        )
+
+
+def serve_here(deployment: str, settings: dict[str, Any], created: str, lines: list[str]) -> None:
+    """Create the deployment and serve it in this process until Ctrl-C or SIGTERM (the schedule
+    then pauses).
+
+    What flow.serve() does, with the announcement between creating and serving: the deployment
+    and its schedule are written once. A second write (it used to be created, then served)
+    replaces the schedule and deletes its future runs while Prefect's scheduler may be inserting
+    runs of the one replaced: on a loaded machine a tick then fired twice."""
     from prefect.exceptions import TerminationSignal
     from prefect.runner import Runner
 
-    # What flow.serve() does, with the announcement between creating and serving: the deployment
-    # and its schedule are written once. A second write (it used to be created, then served)
-    # replaces the schedule and deletes its future runs while Prefect's scheduler may be inserting
-    # runs of the one replaced: on a loaded machine a tick then fired twice.
+    from attnlab.flows.retrain_flow import retrain_flow
+
     runner = Runner(name=deployment, pause_on_shutdown=True)
     with user_errors():
-        runner.add_flow(retrain_flow, schedule=cron_schedule, concurrency_limit=busy, **common)
-    typer.echo(f"deployment '{FLOW_NAME}/{deployment}' created on {url}: cron '{cron}' ({timezone}), next run {when}")
+        runner.add_flow(retrain_flow, **settings)
+    typer.echo(created)
     typer.echo("\n".join(lines))
     typer.echo("serving it here: runs start in subprocesses of this one; Ctrl-C stops (the schedule pauses until served again)", err=True)
     with sigterm_as_interrupt():  # SIGTERM stops serving like Ctrl-C (the runner then pauses the schedule)
@@ -229,70 +277,3 @@ def schedule(
         except (KeyboardInterrupt, TerminationSignal):
             pass
     typer.echo("stopped serving; the schedule is paused", err=True)
-
-
-# --------------------------------------------------------------------------- server
-
-
-def server(
-    prefect_port: int = typer.Option(PREFECT_PORT, min=1, max=65535, metavar="PORT", help="port of the Prefect server (API and UI)"),
-    mlflow_port: int = typer.Option(MLFLOW_PORT, min=1, max=65535, metavar="PORT", help="port of the MLflow server (UI and tracking)"),
-    timeout: float = typer.Option(180.0, metavar="SECONDS", help="longest wait for both servers to answer"),
-) -> None:
-    """Start a local Prefect server and MLflow server on 127.0.0.1 (for 'attnlab schedule' on one
-    machine); print their URLs and the exports; Ctrl-C stops both."""
-    from attnlab.flows.services import servers
-    from attnlab.data.cache import cache_root
-    from attnlab.flows.tracking.store import resolve_store
-    from attnlab.lab.service_options import timeout_problem
-
-    if timeout_problem(timeout):
-        raise fail(timeout_problem(timeout))
-    host = servers.HOST
-    store = resolve_store()
-    remote = not store.embedded and store.tracking_uri.startswith(("http://", "https://"))
-    ports = [("--prefect-port", prefect_port)] + ([] if remote else [("--mlflow-port", mlflow_port)])
-    if prefect_port == mlflow_port and not remote:
-        raise fail(f"--prefect-port and --mlflow-port are both {prefect_port}; give two different ports")
-    for flag, port in ports:
-        problem = servers.port_free(port, host)
-        if problem:
-            raise fail(f"cannot listen on {host}:{port} ({flag}): {problem}; choose another with {flag}")
-    logs = cache_root() / "server"
-    env = {**os.environ}
-    env.pop("PREFECT_API_URL", None)  # the server itself needs none
-    # The UI asks the server where its API is: the chosen port, not Prefect's default 4200.
-    env.update(PREFECT_UI_API_URL=f"http://{host}:{prefect_port}/api", PREFECT_SERVER_API_PORT=str(prefect_port))
-    running = [
-        servers.Server("Prefect", servers.prefect_command(prefect_port, host), f"http://{host}:{prefect_port}/api/health", logs / "prefect.log", env)
-    ]
-    if not remote:
-        running.append(servers.Server("MLflow", servers.mlflow_ui_command(store, host, mlflow_port), f"http://{host}:{mlflow_port}/health", logs / "mlflow.log"))
-    mlflow_url = store.tracking_uri if remote else f"http://{host}:{mlflow_port}"
-
-    code = 0
-    try:
-        with sigterm_as_interrupt():  # SIGTERM stops both like Ctrl-C
-            typer.echo(f"starting {' and '.join(s.name for s in running)} on {host} (~10-30 s; logs in {logs})", err=True)
-            for process in running:
-                process.start()
-            servers.wait_healthy(running, timeout)
-            typer.echo(f"Prefect UI  http://{host}:{prefect_port}")
-            typer.echo(f"MLflow UI   {mlflow_url}" + ("  (MLFLOW_TRACKING_URI; not started here)" if remote else f"  (store {store.tracking_uri})"))
-            typer.echo("in the shell where you run 'attnlab schedule':")
-            typer.echo(f"  export PREFECT_API_URL=http://{host}:{prefect_port}/api")
-            typer.echo(f"  export MLFLOW_TRACKING_URI={mlflow_url}")
-            typer.echo("Ctrl-C stops both", err=True)
-            while True:
-                for process in running:
-                    if process.exited() is not None:
-                        raise servers.ServerFailed(f"the {process.name} server stopped with status {process.exited()}: {process.last_line()} (log: {process.log})")
-                time.sleep(1)
-    except KeyboardInterrupt:
-        pass
-    except servers.ServerFailed as exc:
-        code = 1
-        typer.echo(f"attnlab: error: {exc}", err=True)
-    finally:
-        servers.stop_all(running)
-    raise typer.Exit(code)

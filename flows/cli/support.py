@@ -34,6 +34,11 @@ CLI_FIELDS = {
 }
 
 
+def config_flags(given: dict[str, Any]) -> dict[str, Any]:
+    """The config flags among a command's parameters (its ``locals()``), by config field."""
+    return {key: value for key, value in given.items() if key in CLI_FIELDS}
+
+
 def fail(message: str, code: int = 2) -> typer.Exit:
     typer.echo(f"{PROG}: error: {' '.join(str(message).split())}", err=True)
     return typer.Exit(code)

@@ -18,6 +18,21 @@ from urllib.parse import urlsplit
 
 import typer
 
+from attnlab.flows.cli.options import (
+    ConfigFile,
+    ConfigOptions,
+    Decoders,
+    Encoders,
+    Epochs,
+    Experiment,
+    HiddenSize,
+    JsonOutput,
+    LearningRate,
+    Scorers,
+    Tasks,
+    TrainSize,
+    Verbose,
+)
 from attnlab.flows.cli.support import build_config, check_config, fail, interrupts_quietly, progress_handler, quiet, user_errors
 from attnlab.flows.tracking.errors import UserError
 from attnlab.lab.output_paths import check_output_folder
@@ -73,22 +88,22 @@ def task_runner(runner: str, max_parallel: int, dask_address: str | None):
 
 
 def sweep(
-    task: Optional[str] = typer.Option(None, metavar="NAMES", help="task plugin(s), comma-separated (default: date)"),
-    scorer: Optional[str] = typer.Option(None, metavar="NAMES", help="scorers, e.g. none,dot,additive,multihead"),
-    encoder: Optional[str] = typer.Option(None, metavar="NAMES", help="encoders, e.g. gru,transformer"),
-    decoder: Optional[str] = typer.Option(None, metavar="NAMES", help="decoders, e.g. rnn,transformer"),
+    task: Tasks = None,
+    scorer: Scorers = None,
+    encoder: Encoders = None,
+    decoder: Decoders = None,
     seeds: str = typer.Option("0", metavar="N,N,...", help="seeds; each combination trains once per seed"),
-    epochs: Optional[str] = typer.Option(None, metavar="N", help="most epochs per run"),
-    train_size: Optional[str] = typer.Option(None, metavar="N", help="training examples"),
-    hidden_size: Optional[str] = typer.Option(None, metavar="N", help="hidden size"),
-    learning_rate: Optional[str] = typer.Option(None, metavar="FLOAT", help="Adam learning rate"),
-    config_file: Optional[Path] = typer.Option(None, "--config", metavar="FILE.yaml", help="YAML file of config keys shared by every run"),
-    option: list[str] = typer.Option([], "--option", "-o", metavar="KEY=VALUE", help="KEY=VALUE config override, e.g. -o task.max_length=40"),
+    epochs: Epochs = None,
+    train_size: TrainSize = None,
+    hidden_size: HiddenSize = None,
+    learning_rate: LearningRate = None,
+    config_file: ConfigFile = None,
+    option: ConfigOptions = [],
     max_parallel: Optional[int] = typer.Option(None, metavar="N", help="runs at once (default: one per CPU core; all runs on an existing Dask cluster)"),
     runner: str = typer.Option("process", metavar="|".join(RUNNERS), help="process pool, thread pool, or Dask (prefect-dask)"),
     dask_address: Optional[str] = typer.Option(None, metavar="tcp://HOST:PORT", help="an existing Dask scheduler (default: a local cluster)"),
     length_bands: Optional[str] = typer.Option(None, metavar="LOW-HIGH,...", help="also tabulate exact match on these source-length ranges, e.g. 5-20,21-40,41-50"),
-    experiment: Optional[str] = typer.Option(None, metavar="NAME", help="MLflow experiment (default: attnlab-<task>)"),
+    experiment: Experiment = None,
     save_plots: Optional[Path] = typer.Option(None, metavar="DIR", help="also copy the sweep's figures into this folder (created if missing)"),
     register: bool = typer.Option(
         False, "--register", help="register every finished run as attnlab-<task> and promote by the one rule (benchmark, lock)"
@@ -99,8 +114,8 @@ def sweep(
     example_plots: bool = typer.Option(
         False, "--example-plots", help="draw each run's heatmaps of 4 test examples too (off by default: each run draws the shared probe's; its explorer.html shows every test example)"
     ),
-    json_output: bool = typer.Option(False, "--json", help="print the summary as one JSON object"),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="show Prefect's and MLflow's logs"),
+    json_output: JsonOutput = False,
+    verbose: Verbose = False,
 ) -> None:
     """Train every combination of the given plugins over the seeds, concurrently; one MLflow
     parent run holds the comparison table and plots."""

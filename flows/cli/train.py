@@ -8,14 +8,34 @@ import logging
 import time
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator
 
 import typer
 
+from attnlab.flows.cli.options import (
+    BatchSize,
+    BeamSize,
+    ConfigFile,
+    ConfigOptions,
+    Decoder,
+    Device,
+    EmbeddingDim,
+    Encoder,
+    Epochs,
+    Experiment,
+    HiddenSize,
+    JsonOutput,
+    LearningRate,
+    Scorer,
+    Seed,
+    Task,
+    TrainSize,
+    Verbose,
+)
 from attnlab.flows.cli.support import (
-    CLI_FIELDS,
     STARTED,
     build_config,
+    config_flags,
     check_config,
     fail,
     interrupts_quietly,
@@ -129,32 +149,24 @@ def format_summary(summary: dict[str, Any]) -> str:
 
 
 def train(
-    task: Optional[str] = typer.Option(None, metavar="NAME", help="task plugin (default: date); see 'attnlab plugins'"),
-    scorer: Optional[str] = typer.Option(None, metavar="NAME", help="attention scorer plugin (default: scaled_dot)"),
-    encoder: Optional[str] = typer.Option(None, metavar="NAME", help="encoder plugin (default: gru)"),
-    decoder: Optional[str] = typer.Option(None, metavar="NAME", help="decoder plugin (default: rnn)"),
-    epochs: Optional[str] = typer.Option(None, metavar="N", help="most epochs (training stops early at the target exact match)"),
-    seed: Optional[str] = typer.Option(None, metavar="N", help="seed of data, initialisation and batch order"),
-    embedding_dim: Optional[str] = typer.Option(None, metavar="N", help="embedding size"),
-    hidden_size: Optional[str] = typer.Option(None, metavar="N", help="hidden size"),
-    train_size: Optional[str] = typer.Option(None, metavar="N", help="training examples"),
-    batch_size: Optional[str] = typer.Option(None, metavar="N", help="batch size"),
-    learning_rate: Optional[str] = typer.Option(None, metavar="FLOAT", help="Adam learning rate"),
-    beam_size: Optional[str] = typer.Option(None, metavar="N", help="beam size at evaluation (1 = greedy)"),
-    device: Optional[str] = typer.Option(None, metavar="DEVICE", help="auto, cpu, cuda or cuda:N"),
-    config_file: Optional[Path] = typer.Option(
-        None, "--config", metavar="FILE.yaml", help="YAML file of config keys; command-line flags override it"
-    ),
-    option: list[str] = typer.Option(
-        [],
-        "--option",
-        "-o",
-        metavar="KEY=VALUE",
-        help="set a config key or a plugin option (see above), e.g. -o validation_size=300 -o scorer.heads=8",
-    ),
-    experiment: Optional[str] = typer.Option(None, metavar="NAME", help="MLflow experiment (default: attnlab-<task>)"),
-    json_output: bool = typer.Option(False, "--json", help="print the summary as one JSON object"),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="show Prefect's and MLflow's logs"),
+    task: Task = None,
+    scorer: Scorer = None,
+    encoder: Encoder = None,
+    decoder: Decoder = None,
+    epochs: Epochs = None,
+    seed: Seed = None,
+    embedding_dim: EmbeddingDim = None,
+    hidden_size: HiddenSize = None,
+    train_size: TrainSize = None,
+    batch_size: BatchSize = None,
+    learning_rate: LearningRate = None,
+    beam_size: BeamSize = None,
+    device: Device = None,
+    config_file: ConfigFile = None,
+    option: ConfigOptions = [],
+    experiment: Experiment = None,
+    json_output: JsonOutput = False,
+    verbose: Verbose = False,
 ) -> None:
     """Train, evaluate, plot and register a model (the Prefect train flow), then summarise.
 
@@ -174,10 +186,8 @@ def train(
     scorer_options: {heads: 8} in a YAML file. 'attnlab plugins' lists every plugin's options
     with their defaults and types.
     """
-    # Numbers arrive as text and are validated with the config, so a bad one is reported with
-    # its value and what is allowed.
     quiet(verbose)
-    flags = {key: value for key, value in locals().items() if key in CLI_FIELDS}
+    flags = config_flags(locals())
     with user_errors():
         summary = run_training(config_file, flags, option, experiment, verbose, json_output)
     if json_output:
