@@ -1,6 +1,7 @@
-"""Every `attnlab predict` command the README shows runs as shown against a small trained store:
-a command followed by an `attnlab: error:` line is refused with exactly that line (exit 2), the
-others answer every input (exit 0)."""
+"""Every `attnlab predict` command that README.md and the command-line page of the docs
+(docs/command-line.md) show runs as shown against a small trained store: a command followed by an
+`attnlab: error:` line is refused with exactly that line (exit 2), the others answer every input
+(exit 0)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ import pytest
 from _flowkit import TINY, point_at, run_flow
 from attnlab.flows.cli.app import main
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+#: The pages whose code blocks show ``attnlab predict`` commands.
+PAGES = (ROOT / "README.md", ROOT / "docs" / "command-line.md")
 _FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 
@@ -31,12 +34,19 @@ def readme_predictions(text: str) -> list[tuple[list[str], str | None]]:
     return found
 
 
-COMMANDS = readme_predictions(README.read_text(encoding="utf-8"))
+def page_predictions(page: Path) -> list[tuple[list[str], str | None]]:
+    return readme_predictions(page.read_text(encoding="utf-8"))
 
 
-def test_the_readme_shows_predict_commands_and_a_refusal():
+#: Each command once (the README repeats some of the page's).
+COMMANDS = list({(tuple(args), error): (args, error) for page in PAGES for args, error in page_predictions(page)}.values())
+
+
+def test_the_docs_show_predict_commands_and_a_refusal():
     assert len(COMMANDS) >= 4, COMMANDS
     assert any(error for _, error in COMMANDS) and any(error is None for _, error in COMMANDS)
+    page = page_predictions(PAGES[1])
+    assert len(page) >= 4 and any(error for _, error in page), page
 
 
 @pytest.fixture(scope="module")
