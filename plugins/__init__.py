@@ -8,7 +8,7 @@ contract (see ``attnlab.plugins.testing`` to check a plugin from its own tests).
 """
 
 from importlib import import_module
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from attnlab.plugins.attention import Attention, AttentionOutput, dot_scores, masked_softmax, weighted_sum
@@ -45,7 +45,7 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name not in _WHERE:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(import_module(f"{__name__}.{_WHERE[name]}"), name)

@@ -64,14 +64,12 @@ What a scorer author needs to know:
 from __future__ import annotations
 
 import weakref
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import torch
 from torch import Tensor, nn
 
-from attnlab.plugins.options import option_names, reject_unknown, require_positive_int
-
-_FIXED = ("query_dim", "key_dim")
+from attnlab.plugins.options import Configurable, reject_unknown, require_positive_int
 
 
 class AttentionOutput(NamedTuple):
@@ -122,7 +120,7 @@ def weighted_sum(weights: Tensor, values: Tensor) -> Tensor:
     return weights @ values
 
 
-class Attention(nn.Module):
+class Attention(Configurable, nn.Module):
     """Base class of every scorer plugin.
 
     Args:
@@ -136,15 +134,16 @@ class Attention(nn.Module):
     """
 
     attends: bool = True
+    _fixed = ("query_dim", "key_dim")
 
-    def __init__(self, query_dim: int, key_dim: int, **options) -> None:
+    def __init__(self, query_dim: int, key_dim: int, **options: Any) -> None:
         super().__init__()
-        reject_unknown(type(self), options, _FIXED)
+        reject_unknown(type(self), options, self._fixed)
         require_positive_int(query_dim=query_dim, key_dim=key_dim)
         self.query_dim = query_dim
         self.key_dim = key_dim
         self.output_dim = key_dim
-        self._memo: dict[str, tuple] = {}
+        self._memo: dict[str, tuple[weakref.ref[Tensor], tuple[object, ...], Tensor]] = {}
 
     def per_keys(self, name: str, keys: Tensor, compute: Callable[[Tensor], Tensor]) -> Tensor:
         """``compute(keys)``, computed once while the same, unmodified ``keys`` tensor is attended
@@ -163,13 +162,8 @@ class Attention(nn.Module):
         self._memo[name] = (weakref.ref(keys), stamp, value)
         return value
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_memo": {}}  # weak references do not pickle; the memo is a cache
-
-    @classmethod
-    def option_names(cls) -> list[str]:
-        """Names of the options this scorer accepts (for error messages and the CLI)."""
-        return option_names(cls, _FIXED)
 
     def score(self, query: Tensor, keys: Tensor) -> Tensor:
         """Raw energies. query [B, Lq, Dq], keys [B, Lk, Dk] -> [B, Lq, Lk]."""

@@ -29,16 +29,14 @@ A decoder plugin subclasses :class:`Decoder` and is registered under ``attnlab.d
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import torch
 from torch import Tensor, nn
 
 from attnlab.plugins.attention import Attention, AttentionOutput
 from attnlab.plugins.encoder import EncoderOutput
-from attnlab.plugins.options import option_names, reject_unknown, require_positive_int
-
-_FIXED = ("vocab_size", "embedding_dim", "hidden_size", "memory_dim", "make_attention")
+from attnlab.plugins.options import Configurable, reject_unknown, require_positive_int
 
 #: Builds a scorer for the given (query_dim, key_dim); the decoder decides both.
 AttentionFactory = Callable[[int, int], Attention]
@@ -58,7 +56,7 @@ class DecoderOutput(NamedTuple):
     layer_weights: Tensor | None = None
 
 
-class Decoder(nn.Module):
+class Decoder(Configurable, nn.Module):
     """Base class of every decoder plugin.
 
     Args:
@@ -74,32 +72,19 @@ class Decoder(nn.Module):
     gives the same logits.
     """
 
+    _fixed = ("vocab_size", "embedding_dim", "hidden_size", "memory_dim", "make_attention")
+
     def __init__(
-        self,
-        vocab_size: int,
-        embedding_dim: int,
-        hidden_size: int,
-        memory_dim: int,
-        make_attention: AttentionFactory,
-        **options,
-    ) -> None:
+        self, vocab_size: int, embedding_dim: int, hidden_size: int, memory_dim: int, make_attention: AttentionFactory,
+        **options: Any,
+    ) -> None:  # fmt: skip
         super().__init__()
-        reject_unknown(type(self), options, _FIXED)
-        require_positive_int(
-            vocab_size=vocab_size,
-            embedding_dim=embedding_dim,
-            hidden_size=hidden_size,
-            memory_dim=memory_dim,
-        )
+        reject_unknown(type(self), options, self._fixed)
+        require_positive_int(vocab_size=vocab_size, embedding_dim=embedding_dim, hidden_size=hidden_size, memory_dim=memory_dim)
         self.vocab_size = vocab_size
         self.embedding_dim = embedding_dim
         self.hidden_size = hidden_size
         self.memory_dim = memory_dim
-
-    @classmethod
-    def option_names(cls) -> list[str]:
-        """Names of the options this decoder accepts."""
-        return option_names(cls, _FIXED)
 
     def start(self, memory: EncoderOutput, src_mask: Tensor) -> State:
         """The state before the first step (batch-first tensors)."""
@@ -123,7 +108,9 @@ class Decoder(nn.Module):
     ) -> DecoderOutput:
         """Teacher-forced decoding. tgt_in: long [B, Lt] (SOS then the target without EOS)."""
         state = self.start(memory, src_mask)
-        logits, weights, heads = [], [], []
+        logits: list[Tensor] = []
+        weights: list[Tensor | None] = []
+        heads: list[Tensor | None] = []
         for t in range(tgt_in.shape[1]):
             step_logits, state, attn = self.step(tgt_in[:, t], state, memory, src_mask)
             logits.append(step_logits)
@@ -138,4 +125,9 @@ class Decoder(nn.Module):
 
 def cat_steps(parts: list[Tensor | None], dim: int) -> Tensor | None:
     """Concatenate per-step attention weights along ``dim``; None when the steps have none."""
-    return None if not parts or parts[0] is None else torch.cat(parts, dim=dim)
+    if not parts or parts[0] is None:
+        return None
+    steps = [part for part in parts if part is not None]
+    if len(steps) != len(parts):
+        raise ValueError("some decoding steps have attention weights and others have none")
+    return torch.cat(steps, dim=dim)

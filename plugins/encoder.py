@@ -27,13 +27,11 @@ An encoder plugin subclasses :class:`Encoder` and is registered under ``attnlab.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from torch import Tensor, nn
 
-from attnlab.plugins.options import option_names, reject_unknown, require_positive_int
-
-_FIXED = ("vocab_size", "embedding_dim", "hidden_size")
+from attnlab.plugins.options import Configurable, reject_unknown, require_positive_int
 
 
 class EncoderOutput(NamedTuple):
@@ -45,7 +43,7 @@ class EncoderOutput(NamedTuple):
     summary: Tensor
 
 
-class Encoder(nn.Module):
+class Encoder(Configurable, nn.Module):
     """Base class of every encoder plugin.
 
     Args:
@@ -57,9 +55,11 @@ class Encoder(nn.Module):
     Subclasses set ``self.output_dim`` (D) and implement :meth:`forward`.
     """
 
-    def __init__(self, vocab_size: int, embedding_dim: int, hidden_size: int, **options) -> None:
+    _fixed = ("vocab_size", "embedding_dim", "hidden_size")
+
+    def __init__(self, vocab_size: int, embedding_dim: int, hidden_size: int, **options: Any) -> None:
         super().__init__()
-        reject_unknown(type(self), options, _FIXED)
+        reject_unknown(type(self), options, self._fixed)
         require_positive_int(
             vocab_size=vocab_size, embedding_dim=embedding_dim, hidden_size=hidden_size
         )
@@ -67,11 +67,6 @@ class Encoder(nn.Module):
         self.embedding_dim = embedding_dim
         self.hidden_size = hidden_size
         self.output_dim = hidden_size
-
-    @classmethod
-    def option_names(cls) -> list[str]:
-        """Names of the options this encoder accepts."""
-        return option_names(cls, _FIXED)
 
     def forward(self, src: Tensor, src_mask: Tensor) -> EncoderOutput:
         """src: long [B, Ls]; src_mask: bool [B, Ls], True on real tokens (False on padding).

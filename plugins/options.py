@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from typing import Any, ClassVar
 
 
 def option_names(cls: type, fixed: tuple[str, ...]) -> list[str]:
@@ -20,6 +21,19 @@ def option_names(cls: type, fixed: tuple[str, ...]) -> list[str]:
     return names
 
 
+class Configurable:
+    """What the plugin base classes share: the leading ``__init__`` arguments named in
+    ``_fixed`` are the contract's (sizes, factories), every other keyword parameter of
+    ``__init__`` (up the class hierarchy) is an option."""
+
+    _fixed: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def option_names(cls) -> list[str]:
+        """Names of the options this plugin accepts (for error messages and the CLI)."""
+        return option_names(cls, cls._fixed)
+
+
 def first_few(names: list[str], shown: int = 3) -> str:
     """The first ``shown`` of ``names`` joined with ', ', then how many more: 'a, b, c and
     99,997 more' (a message names a few, whatever the input holds)."""
@@ -27,7 +41,7 @@ def first_few(names: list[str], shown: int = 3) -> str:
     return ", ".join(names[:shown]) + (f" and {more:,} more" if more > 0 else "")
 
 
-def reject_unknown(cls: type, options: dict, fixed: tuple[str, ...]) -> None:
+def reject_unknown(cls: type, options: dict[str, Any], fixed: tuple[str, ...]) -> None:
     """Raise ValueError naming the first few unknown options of ``cls`` and listing the accepted
     ones."""
     if options:
@@ -56,7 +70,7 @@ def require_probability(**values: object) -> None:
 REQUIRED = "(required)"
 
 
-def option_specs(cls: type) -> list[dict[str, object]]:
+def option_specs(cls: type[Configurable]) -> list[dict[str, object]]:
     """``name``, ``default`` and ``type`` of each option of plugin class ``cls`` (the names of its
     ``option_names()``, read from the ``__init__`` that declares each one). ``type`` is the
     annotation as written (``"int | None"``), else the default's type name, else ``""``; an option

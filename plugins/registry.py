@@ -18,6 +18,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
+from typing import Any
 
 #: Short group name -> ``module:class`` of the base class every plugin of the group must
 #: subclass (imported when a plugin is loaded: tasks need no torch).
@@ -32,7 +33,8 @@ GROUPS: dict[str, str] = {
 def base_class(group: str) -> type:
     """The base class of plugin group ``group`` (e.g. "tasks")."""
     module, name = GROUPS[_group_key(group)].split(":")
-    return getattr(importlib.import_module(module), name)
+    base: type = getattr(importlib.import_module(module), name)
+    return base
 
 
 class PluginError(ValueError):
@@ -64,7 +66,7 @@ def _distribution(ep: EntryPoint) -> str:
 
 def _path_stamp() -> tuple[tuple[str, int | None], ...]:
     """Each ``sys.path`` entry with its modification time (None: not there)."""
-    stamps = []
+    stamps: list[tuple[str, int | None]] = []
     for entry in sys.path:
         try:
             stamps.append((entry, os.stat(entry or ".").st_mtime_ns))
@@ -74,7 +76,7 @@ def _path_stamp() -> tuple[tuple[str, int | None], ...]:
 
 
 #: Group -> (the path stamp it was read under, its listing).
-_listings: dict[str, tuple[tuple, list[PluginInfo]]] = {}
+_listings: dict[str, tuple[tuple[tuple[str, int | None], ...], list[PluginInfo]]] = {}
 
 
 def describe_plugins(group: str) -> list[PluginInfo]:
@@ -147,7 +149,8 @@ def _loadable(key: str, infos: list[PluginInfo]) -> tuple[list[str], list[str]]:
     counts: dict[str, int] = {}
     for info in infos:
         counts[info.name] = counts.get(info.name, 0) + 1
-    usable, broken = [], []
+    usable: list[str] = []
+    broken: list[str] = []
     for info in infos:
         if counts[info.name] > 1:
             if info.name not in broken:
@@ -162,7 +165,7 @@ def _loadable(key: str, infos: list[PluginInfo]) -> tuple[list[str], list[str]]:
     return usable, broken
 
 
-def create_plugin(group: str, name: str, *args, **options):
+def create_plugin(group: str, name: str, *args: Any, **options: Any) -> Any:
     """Load plugin ``name`` of ``group`` and instantiate it; bad options raise PluginError."""
     cls = load_plugin(group, name)
     try:

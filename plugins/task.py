@@ -33,9 +33,9 @@ A task plugin subclasses :class:`Task` and is registered under ``attnlab.tasks``
 from __future__ import annotations
 
 import random
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from attnlab.plugins.options import option_names, reject_unknown
+from attnlab.plugins.options import Configurable, reject_unknown
 
 #: For each target character, the source positions it comes from (empty: from none).
 Alignment = tuple[tuple[int, ...], ...]
@@ -49,7 +49,7 @@ class Example(NamedTuple):
     alignment: Alignment | None
 
 
-class Task:
+class Task(Configurable):
     """Base class of every task plugin.
 
     Subclasses set the class attributes ``source_alphabet`` and ``target_alphabet`` (every
@@ -62,13 +62,8 @@ class Task:
     source_alphabet: str = ""
     target_alphabet: str = ""
 
-    def __init__(self, **options) -> None:
-        reject_unknown(type(self), options, ())
-
-    @classmethod
-    def option_names(cls) -> list[str]:
-        """Names of the options this task accepts."""
-        return option_names(cls, ())
+    def __init__(self, **options: Any) -> None:
+        reject_unknown(type(self), options, self._fixed)
 
     def sample(self, rng: random.Random) -> Example:
         """One random example drawn with ``rng``."""

@@ -88,7 +88,7 @@ def check_task(cls: type[Task], **options: Any) -> None:
 # --------------------------------------------------------------------------- the checks
 
 
-def _build(subject: Subject, *args: Any, **options: Any):
+def _build(subject: Subject, *args: Any, **options: Any) -> Any:
     try:
         return subject.cls(*args, **options)
     except (TypeError, ValueError) as exc:

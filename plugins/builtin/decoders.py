@@ -6,19 +6,22 @@ src_mask bool [B, Ls]; logits [B, Lt, V]; weights [B, Lt, Ls].
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnlab.plugins.attention import AttentionOutput
+from attnlab.plugins._attentive_recurrence import attentive_gru_scan, attentive_step
+from attnlab.plugins._recurrence import gru_cell
+from attnlab.plugins.attention import Attention, AttentionOutput
+from attnlab.plugins.builtin.transformer_input import TransformerInput, check_transformer_options
 from attnlab.plugins.decoder import AttentionFactory, Decoder, DecoderOutput, State, cat_steps
 from attnlab.plugins.encoder import EncoderOutput
-from attnlab.plugins.builtin.encoders import check_transformer_options, sinusoidal_positions
 from attnlab.plugins.options import require_probability
-from attnlab.plugins._recurrence import AttentiveGRUScan, attentive_step, gru_cell
 from attnlab.plugins.tokens import PAD_ID
 
-CELLS = {"gru": nn.GRUCell, "lstm": nn.LSTMCell}
+CELLS: dict[str, type[nn.GRUCell] | type[nn.LSTMCell]] = {"gru": nn.GRUCell, "lstm": nn.LSTMCell}
 
 
 class RNNDecoder(Decoder):
@@ -35,16 +38,9 @@ class RNNDecoder(Decoder):
     """
 
     def __init__(
-        self,
-        vocab_size: int,
-        embedding_dim: int,
-        hidden_size: int,
-        memory_dim: int,
-        make_attention: AttentionFactory,
-        cell: str = "gru",
-        dropout: float = 0.0,
-        **options,
-    ) -> None:
+        self, vocab_size: int, embedding_dim: int, hidden_size: int, memory_dim: int, make_attention: AttentionFactory,
+        cell: str = "gru", dropout: float = 0.0, **options: Any,
+    ) -> None:  # fmt: skip
         super().__init__(vocab_size, embedding_dim, hidden_size, memory_dim, make_attention, **options)
         if cell not in CELLS:
             raise ValueError(f"unknown cell {cell!r}; allowed: {', '.join(CELLS)}")
@@ -66,7 +62,8 @@ class RNNDecoder(Decoder):
         """Attention for the next step: query = previous state [B, 1, H]; Lq = 1."""
         query, keys = state[0].unsqueeze(1), memory.outputs
         if need_weights:
-            return self.attention(query, keys, keys, src_mask)
+            attn: AttentionOutput = self.attention(query, keys, keys, src_mask)
+            return attn
         return AttentionOutput(self.attention.context_only(query, keys, keys, src_mask), None)
 
     def _context_weight(self) -> Tensor:
@@ -105,7 +102,9 @@ class RNNDecoder(Decoder):
             return None
         return self.attention.dot_scale()
 
-    def step(self, tokens, state, memory, src_mask):
+    def step(
+        self, tokens: Tensor, state: State, memory: EncoderOutput, src_mask: Tensor
+    ) -> tuple[Tensor, State, AttentionOutput]:
         scale = self._fused_scale()
         if scale is not None and not torch.is_grad_enabled():
             h, context, weights = attentive_step(
@@ -120,7 +119,9 @@ class RNNDecoder(Decoder):
         logits = self.out(self.dropout(torch.cat([state[0], context], dim=-1)))
         return logits, state, attn
 
-    def forward(self, tgt_in, memory, src_mask, need_weights=True) -> DecoderOutput:
+    def forward(
+        self, tgt_in: Tensor, memory: EncoderOutput, src_mask: Tensor, need_weights: bool = True
+    ) -> DecoderOutput:
         scale = self._fused_scale()
         if scale is not None:
             return self._fused_forward(tgt_in, memory, src_mask, scale, need_weights)
@@ -128,7 +129,10 @@ class RNNDecoder(Decoder):
         input_gates = self._input_gates(tgt_in)  # [B, Lt, G]
         w_context = self._context_weight()
         state = self.start(memory, src_mask)
-        hiddens, contexts, weights, heads = [], [], [], []
+        hiddens: list[Tensor] = []
+        contexts: list[Tensor] = []
+        weights: list[Tensor | None] = []
+        heads: list[Tensor | None] = []
         # unbind, not [:, t]: its backward stacks once instead of zero-filling [B, Lt, G] per step.
         for step_gates in input_gates.unbind(1):
             attn = self._attend(state, memory, src_mask, need_weights)
@@ -143,10 +147,12 @@ class RNNDecoder(Decoder):
             return DecoderOutput(logits, None)
         return DecoderOutput(logits, cat_steps(weights, dim=1), cat_steps(heads, dim=2))
 
-    def _fused_forward(self, tgt_in, memory, src_mask, scale: float, need_weights: bool) -> DecoderOutput:
+    def _fused_forward(
+        self, tgt_in: Tensor, memory: EncoderOutput, src_mask: Tensor, scale: float, need_weights: bool
+    ) -> DecoderOutput:
         """forward() for a GRU cell and a dot-product scorer: all steps in one autograd function."""
         mask = None if bool(src_mask.all()) else src_mask
-        features, weights = AttentiveGRUScan.apply(
+        features, weights = attentive_gru_scan(
             tgt_in.t(),
             self._gate_table(),
             self.start(memory, src_mask)[0],
@@ -164,7 +170,7 @@ class RNNDecoder(Decoder):
 class _TransformerDecoderLayer(nn.Module):
     """Pre-norm layer: masked self-attention, cross-attention through the scorer, feed-forward."""
 
-    def __init__(self, size: int, heads: int, feedforward_dim: int, dropout: float, cross) -> None:
+    def __init__(self, size: int, heads: int, feedforward_dim: int, dropout: float, cross: Attention) -> None:
         super().__init__()
         self.self_norm = nn.LayerNorm(size)
         self.self_attn = nn.MultiheadAttention(size, heads, dropout=dropout, batch_first=True)
@@ -185,7 +191,7 @@ class _TransformerDecoderLayer(nn.Module):
         x = x + self.dropout(self.self_attn(h, h, h, attn_mask=causal, need_weights=False)[0])
         h = self.cross_norm(x)
         if need_weights:
-            attn = self.cross(h, memory, memory, src_mask)
+            attn: AttentionOutput = self.cross(h, memory, memory, src_mask)
         else:
             attn = AttentionOutput(self.cross.context_only(h, memory, memory, src_mask), None)
         x = x + self.dropout(self.cross_out(attn.context))
@@ -193,7 +199,7 @@ class _TransformerDecoderLayer(nn.Module):
         return x, attn
 
 
-class TransformerDecoder(Decoder):
+class TransformerDecoder(TransformerInput, Decoder):
     """Transformer decoder: masked self-attention plus cross-attention through the chosen scorer.
 
     The encoder summary is added to every input position, so the ``none`` scorer still has the
@@ -209,28 +215,14 @@ class TransformerDecoder(Decoder):
     """
 
     def __init__(
-        self,
-        vocab_size: int,
-        embedding_dim: int,
-        hidden_size: int,
-        memory_dim: int,
-        make_attention: AttentionFactory,
-        layers: int = 2,
-        heads: int = 4,
-        feedforward_dim: int | None = None,
-        dropout: float = 0.1,
-        max_length: int = 512,
-        **options,
-    ) -> None:
+        self, vocab_size: int, embedding_dim: int, hidden_size: int, memory_dim: int, make_attention: AttentionFactory,
+        layers: int = 2, heads: int = 4, feedforward_dim: int | None = None, dropout: float = 0.1, max_length: int = 512,
+        **options: Any,
+    ) -> None:  # fmt: skip
         super().__init__(vocab_size, embedding_dim, hidden_size, memory_dim, make_attention, **options)
-        feedforward_dim = check_transformer_options(
-            hidden_size, layers, heads, feedforward_dim, dropout, max_length
-        )
-        self.max_length = max_length
-        self.embedding = nn.Embedding(vocab_size, embedding_dim, padding_idx=PAD_ID)
-        self.project = nn.Linear(embedding_dim, hidden_size)
+        feedforward_dim = check_transformer_options(hidden_size, layers, heads, feedforward_dim, dropout, max_length)
+        self._init_input(vocab_size, embedding_dim, hidden_size, max_length)
         self.summary_proj = nn.Linear(memory_dim, hidden_size)
-        self.register_buffer("positions", sinusoidal_positions(max_length, hidden_size), persistent=False)
         self.layers = nn.ModuleList(
             _TransformerDecoderLayer(
                 hidden_size, heads, feedforward_dim, dropout, make_attention(hidden_size, memory_dim)
@@ -245,27 +237,30 @@ class TransformerDecoder(Decoder):
     ) -> tuple[Tensor, list[AttentionOutput]]:
         """tgt_in [B, Lt] -> logits [B, Lt, V] and every layer's cross-attention, first to last."""
         length = tgt_in.shape[1]
-        if length > self.max_length:
-            raise ValueError(f"target length {length} exceeds this decoder's max_length {self.max_length}")
-        x = self.project(self.embedding(tgt_in)) + self.positions[:length]
+        x = self._embed(tgt_in, "target")
         x = x + self.summary_proj(memory.summary).unsqueeze(1)
         causal = torch.ones(length, length, dtype=torch.bool, device=tgt_in.device).triu(1)
-        attns = []
+        attns: list[AttentionOutput] = []
         for layer in self.layers:
             x, attn = layer(x, causal, memory.outputs, src_mask, need_weights)
             attns.append(attn)
         return self.out(self.norm(x)), attns
 
-    def forward(self, tgt_in, memory, src_mask, need_weights=True) -> DecoderOutput:
+    def forward(
+        self, tgt_in: Tensor, memory: EncoderOutput, src_mask: Tensor, need_weights: bool = True
+    ) -> DecoderOutput:
         logits, attns = self._run(tgt_in, memory, src_mask, need_weights)
         last = attns[-1]
-        layers = None if last.weights is None else torch.stack([attn.weights for attn in attns], dim=1)
+        weights = [attn.weights for attn in attns if attn.weights is not None]
+        layers = torch.stack(weights, dim=1) if last.weights is not None else None
         return DecoderOutput(logits, last.weights, last.head_weights, layers)
 
     def start(self, memory: EncoderOutput, src_mask: Tensor) -> State:
         return (memory.summary.new_zeros(memory.summary.shape[0], 0, dtype=torch.long),)
 
-    def step(self, tokens, state, memory, src_mask):
+    def step(
+        self, tokens: Tensor, state: State, memory: EncoderOutput, src_mask: Tensor
+    ) -> tuple[Tensor, State, AttentionOutput]:
         prefix = torch.cat([state[0], tokens.unsqueeze(1)], dim=1)  # [B, t + 1]
         logits, attns = self._run(prefix, memory, src_mask, need_weights=True)
         attn = attns[-1]

@@ -7,33 +7,37 @@ not depend on the padding after it.
 
 from __future__ import annotations
 
-import math
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from attnlab.plugins._recurrence import gru_scan, gru_states
+from attnlab.plugins.builtin.transformer_input import TransformerInput, check_transformer_options, sinusoidal_positions
 from attnlab.plugins.encoder import Encoder, EncoderOutput
 from attnlab.plugins.options import require_positive_int, require_probability
-from attnlab.plugins._recurrence import GRUScan, gru_states
 from attnlab.plugins.tokens import PAD_ID
+
+__all__ = [
+    "BiGRUEncoder",
+    "GRUEncoder",
+    "LSTMEncoder",
+    "TransformerEncoder",
+    "check_transformer_options",
+    "sinusoidal_positions",
+]
 
 
 class _RecurrentEncoder(Encoder):
     """Shared body of the RNN encoders: embed, run a packed RNN, summarise the final state."""
 
-    rnn_class: type[nn.RNNBase] = nn.GRU
+    rnn_class: type[nn.GRU] | type[nn.LSTM] = nn.GRU
     bidirectional = False
 
     def __init__(
-        self,
-        vocab_size: int,
-        embedding_dim: int,
-        hidden_size: int,
-        layers: int = 1,
-        dropout: float = 0.0,
-        **options,
+        self, vocab_size: int, embedding_dim: int, hidden_size: int, layers: int = 1, dropout: float = 0.0, **options: Any
     ) -> None:
         super().__init__(vocab_size, embedding_dim, hidden_size, **options)
         require_positive_int(layers=layers)
@@ -71,7 +75,7 @@ class _RecurrentEncoder(Encoder):
                 packed_out, batch_first=True, total_length=src.shape[1]
             )
         h_n = final[0] if isinstance(final, tuple) else final  # LSTM returns (h_n, c_n)
-        if self.bidirectional:
+        if self.merge is not None:  # bidirectional
             summary = torch.cat([h_n[-2], h_n[-1]], dim=-1)  # last layer, both directions
             return EncoderOutput(self.merge(outputs), self.merge(summary))
         # Batch-first but laid out time-major; every decoder step reads it, so make it contiguous.
@@ -80,11 +84,11 @@ class _RecurrentEncoder(Encoder):
     def _scan(self, src: Tensor) -> EncoderOutput:
         """forward() for one unidirectional GRU layer over unpadded sources, in one autograd
         function; the input gates are looked up per token in a [V, 3H] table."""
-        rnn = self.rnn
-        table = F.linear(self.embedding.weight, rnn.weight_ih_l0, rnn.bias_ih_l0)
-        h0 = table.new_zeros(src.shape[0], rnn.hidden_size)
-        scan = GRUScan.apply if torch.is_grad_enabled() else gru_states
-        states = scan(src.t(), table, h0, rnn.weight_hh_l0, rnn.bias_hh_l0)  # [Ls, B, H]
+        weight = self.rnn.get_parameter
+        table = F.linear(self.embedding.weight, weight("weight_ih_l0"), weight("bias_ih_l0"))
+        h0 = table.new_zeros(src.shape[0], self.rnn.hidden_size)
+        scan = gru_scan if torch.is_grad_enabled() else gru_states
+        states = scan(src.t(), table, h0, weight("weight_hh_l0"), weight("bias_hh_l0"))  # [Ls, B, H]
         return EncoderOutput(states.transpose(0, 1).contiguous(), states[-1])
 
 
@@ -104,30 +108,7 @@ class BiGRUEncoder(_RecurrentEncoder):
     bidirectional = True
 
 
-def check_transformer_options(
-    hidden_size: int, layers: int, heads: int, feedforward_dim: int | None, dropout: float, max_length: int
-) -> int:
-    """Validate the options shared by the Transformer encoder and decoder; returns the
-    feed-forward size (default 2 * hidden_size)."""
-    feedforward_dim = 2 * hidden_size if feedforward_dim is None else feedforward_dim
-    require_positive_int(layers=layers, heads=heads, feedforward_dim=feedforward_dim, max_length=max_length)
-    require_probability(dropout=dropout)
-    if hidden_size % heads:
-        raise ValueError(f"heads={heads} does not divide hidden_size={hidden_size}")
-    return feedforward_dim
-
-
-def sinusoidal_positions(length: int, dim: int) -> Tensor:
-    """The Transformer's fixed position encodings, [length, dim]."""
-    position = torch.arange(length, dtype=torch.float32)[:, None]
-    freq = torch.exp(torch.arange(0, dim, 2, dtype=torch.float32) * (-math.log(10000.0) / dim))
-    table = torch.zeros(length, dim)
-    table[:, 0::2] = torch.sin(position * freq)
-    table[:, 1::2] = torch.cos(position * freq[: dim // 2])
-    return table
-
-
-class TransformerEncoder(Encoder):
+class TransformerEncoder(TransformerInput, Encoder):
     """Self-attention encoder with sinusoidal positions, honouring the padding mask.
 
     Options:
@@ -139,27 +120,13 @@ class TransformerEncoder(Encoder):
     """
 
     def __init__(
-        self,
-        vocab_size: int,
-        embedding_dim: int,
-        hidden_size: int,
-        layers: int = 2,
-        heads: int = 4,
-        feedforward_dim: int | None = None,
-        dropout: float = 0.1,
-        max_length: int = 512,
-        **options,
-    ) -> None:
+        self, vocab_size: int, embedding_dim: int, hidden_size: int,
+        layers: int = 2, heads: int = 4, feedforward_dim: int | None = None, dropout: float = 0.1, max_length: int = 512,
+        **options: Any,
+    ) -> None:  # fmt: skip
         super().__init__(vocab_size, embedding_dim, hidden_size, **options)
-        feedforward_dim = check_transformer_options(
-            hidden_size, layers, heads, feedforward_dim, dropout, max_length
-        )
-        self.max_length = max_length
-        self.embedding = nn.Embedding(vocab_size, embedding_dim, padding_idx=PAD_ID)
-        self.project = nn.Linear(embedding_dim, hidden_size)
-        self.register_buffer(
-            "positions", sinusoidal_positions(max_length, hidden_size), persistent=False
-        )
+        feedforward_dim = check_transformer_options(hidden_size, layers, heads, feedforward_dim, dropout, max_length)
+        self._init_input(vocab_size, embedding_dim, hidden_size, max_length)
         layer = nn.TransformerEncoderLayer(
             hidden_size, heads, feedforward_dim, dropout, batch_first=True, norm_first=True
         )
@@ -168,11 +135,7 @@ class TransformerEncoder(Encoder):
         )
 
     def forward(self, src: Tensor, src_mask: Tensor) -> EncoderOutput:
-        if src.shape[1] > self.max_length:
-            raise ValueError(
-                f"source length {src.shape[1]} exceeds this encoder's max_length {self.max_length}"
-            )
-        x = self.project(self.embedding(src)) + self.positions[: src.shape[1]]
+        x = self._embed(src, "source")
         outputs = self.layers(x, src_key_padding_mask=~src_mask)
         keep = src_mask.unsqueeze(-1).to(outputs.dtype)
         summary = (outputs * keep).sum(dim=1) / keep.sum(dim=1)  # mean over real positions

@@ -6,6 +6,7 @@ Shapes throughout: query [B, Lq, Dq], keys [B, Lk, Dk], values [B, Lk, Dv], mask
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -41,7 +42,7 @@ class NoAttention(Attention):
 
     attends = False
 
-    def forward(self, query, keys, values, mask=None) -> AttentionOutput:
+    def forward(self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None = None) -> AttentionOutput:
         context = values.new_zeros(query.shape[0], query.shape[1], values.shape[-1])
         return AttentionOutput(context, None)
 
@@ -49,7 +50,7 @@ class NoAttention(Attention):
 class DotAttention(Attention):
     """Luong dot score: ``q . k``."""
 
-    def __init__(self, query_dim: int, key_dim: int, **options) -> None:
+    def __init__(self, query_dim: int, key_dim: int, **options: Any) -> None:
         super().__init__(query_dim, key_dim, **options)
         _require_equal_dims(self)
 
@@ -67,7 +68,7 @@ class ScaledDotAttention(Attention):
     scaled_dot_product_attention; a single query (a decoder step) is faster on the explicit path.
     """
 
-    def __init__(self, query_dim: int, key_dim: int, **options) -> None:
+    def __init__(self, query_dim: int, key_dim: int, **options: Any) -> None:
         super().__init__(query_dim, key_dim, **options)
         _require_equal_dims(self)
 
@@ -77,7 +78,7 @@ class ScaledDotAttention(Attention):
     def dot_scale(self) -> float | None:
         return 1 / math.sqrt(self.key_dim) if _unchanged(self, ScaledDotAttention) else None
 
-    def context_only(self, query, keys, values, mask=None) -> Tensor:
+    def context_only(self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None = None) -> Tensor:
         if query.shape[1] == 1:
             return self.forward(query, keys, values, mask).context
         attn_mask = None if mask is None else mask[:, None, :]  # [B, 1, Lk], broadcast over Lq
@@ -87,7 +88,7 @@ class ScaledDotAttention(Attention):
 class GeneralAttention(Attention):
     """Luong general (bilinear) score: ``q W k``, W of shape [Dq, Dk]."""
 
-    def __init__(self, query_dim: int, key_dim: int, **options) -> None:
+    def __init__(self, query_dim: int, key_dim: int, **options: Any) -> None:
         super().__init__(query_dim, key_dim, **options)
         self.W = nn.Linear(key_dim, query_dim, bias=False)
 
@@ -102,9 +103,7 @@ class AdditiveAttention(Attention):
         attention_dim: size of the hidden layer (default: key_dim).
     """
 
-    def __init__(
-        self, query_dim: int, key_dim: int, attention_dim: int | None = None, **options
-    ) -> None:
+    def __init__(self, query_dim: int, key_dim: int, attention_dim: int | None = None, **options: Any) -> None:
         super().__init__(query_dim, key_dim, **options)
         attention_dim = key_dim if attention_dim is None else attention_dim
         require_positive_int(attention_dim=attention_dim)
@@ -116,7 +115,8 @@ class AdditiveAttention(Attention):
         # [B, Lq, 1, A] + [B, 1, Lk, A] -> [B, Lq, Lk, A] -> [B, Lq, Lk]
         keys_part = self.per_keys("W_k", keys, self.W_k)
         hidden = torch.tanh(self.W_q(query).unsqueeze(2) + keys_part.unsqueeze(1))
-        return self.v(hidden).squeeze(-1)
+        scores: Tensor = self.v(hidden).squeeze(-1)
+        return scores
 
 
 class MultiHeadAttention(Attention):
@@ -139,7 +139,7 @@ class MultiHeadAttention(Attention):
         heads: int = 4,
         model_dim: int | None = None,
         dropout: float = 0.0,
-        **options,
+        **options: Any,
     ) -> None:
         super().__init__(query_dim, key_dim, **options)
         model_dim = query_dim if model_dim is None else model_dim
@@ -173,7 +173,7 @@ class MultiHeadAttention(Attention):
         k = self.per_keys("k", keys, lambda x: self._split(self.k_proj(x)))
         return (dot_scores(q, k) / math.sqrt(self.head_dim)).mean(dim=1)
 
-    def forward(self, query, keys, values, mask=None) -> AttentionOutput:
+    def forward(self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None = None) -> AttentionOutput:
         q = self._split(self.q_proj(query))  # [B, H, Lq, Dh]
         k = self.per_keys("k", keys, lambda x: self._split(self.k_proj(x)))  # [B, H, Lk, Dh]
         v = self.per_keys("v", values, lambda x: self._split(self.v_proj(x)))  # [B, H, Lk, Dh]
@@ -182,7 +182,7 @@ class MultiHeadAttention(Attention):
         context = self.out_proj(self._merge(weighted_sum(dropped, v)))
         return AttentionOutput(context, head_weights.mean(dim=1), head_weights)
 
-    def context_only(self, query, keys, values, mask=None) -> Tensor:
+    def context_only(self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None = None) -> Tensor:
         if query.shape[1] == 1:
             return self.forward(query, keys, values, mask).context
         q = self._split(self.q_proj(query))
@@ -192,4 +192,5 @@ class MultiHeadAttention(Attention):
         heads = F.scaled_dot_product_attention(
             q, k, v, attn_mask=attn_mask, dropout_p=self.dropout if self.training else 0.0
         )
-        return self.out_proj(self._merge(heads))
+        context: Tensor = self.out_proj(self._merge(heads))
+        return context

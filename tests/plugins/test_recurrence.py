@@ -122,7 +122,7 @@ def test_compiled_is_a_per_thread_choice():
         return x
 
     def eager() -> bool:
-        return recurrence._loop(loop) is loop
+        return recurrence.loop(loop) is loop
 
     seen = []
     with recurrence.compiled():

@@ -10,7 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 from attnlab.plugins import Example, Task
-from attnlab.plugins.builtin.tasks import _FIELDS, DateFormatsTask, DateTask, ReverseTask
+from attnlab.plugins.builtin.dates import FIELDS
+from attnlab.plugins.builtin.tasks import DateFormatsTask, DateTask, ReverseTask
 from attnlab.data.sources import config_tasks, first_problem
 
 
@@ -83,7 +84,7 @@ def test_a_model_answers_the_years_of_its_test_task_too():
 
 
 def _written(pieces: tuple[str, ...], day) -> str:
-    return "".join(_FIELDS[p][2](day) if p in _FIELDS else p for p in pieces)
+    return "".join(FIELDS[p][2](day) if p in FIELDS else p for p in pieces)
 
 
 @pytest.mark.parametrize("name", list(DateFormatsTask.FORMATS))
