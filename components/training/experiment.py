@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from attnlab.lab.config import ExperimentConfig
-from attnlab.data.splits import Splits, encode_examples, make_splits
+from attnlab.data.splits import EncodedExamples, Splits, encode_examples, make_splits
 from attnlab.evaluation.metrics import Evaluation, evaluate
 from attnlab.model.assembly import Seq2Seq, build_model, build_task
-from attnlab.plugins import Task
+from attnlab.plugins import Example, Task
 from attnlab.training.progress import PROGRESS_LOGGER, PeriodicLines, StepCallback, StepProgress, epoch_line, step_line
 from attnlab.training.loop import EpochCallback, TrainResult, train
 
@@ -61,7 +61,9 @@ def train_model(
     model = build_model(config, task).to(config.torch_device())
     if on_model is not None:
         on_model(model)
-    encode = lambda examples: encode_examples(examples, model.src_vocab, model.tgt_vocab)  # noqa: E731
+    def encode(examples: list[Example]) -> EncodedExamples:
+        return encode_examples(examples, model.src_vocab, model.tgt_vocab)
+
     result = train(
         model, encode(splits.train), encode(splits.validation), config, on_epoch=on_epoch, checkpoint=checkpoint, on_step=on_step
     )

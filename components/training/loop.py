@@ -117,7 +117,10 @@ def _schedule(optimizer: torch.optim.Optimizer, config: ExperimentConfig, exampl
 CHECKPOINT_KEYS = frozenset({"config", "model", "optimizer", "schedule", "history", "train_seconds", "rng"})
 
 
-def _save_checkpoint(path: Path, model, optimizer, schedule, result: TrainResult, config: ExperimentConfig) -> None:
+def _save_checkpoint(
+    path: Path, model: Seq2Seq, optimizer: torch.optim.Optimizer, schedule: torch.optim.lr_scheduler.LRScheduler,
+    result: TrainResult, config: ExperimentConfig,
+) -> None:  # fmt: skip
     tmp = path.with_suffix(".tmp")
     torch.save(
         {
@@ -134,7 +137,10 @@ def _save_checkpoint(path: Path, model, optimizer, schedule, result: TrainResult
     tmp.replace(path)  # atomic: an interrupted save never leaves a half-written checkpoint
 
 
-def _resume(path: Path, model, optimizer, schedule, config: ExperimentConfig) -> TrainResult:
+def _resume(
+    path: Path, model: Seq2Seq, optimizer: torch.optim.Optimizer, schedule: torch.optim.lr_scheduler.LRScheduler,
+    config: ExperimentConfig,
+) -> TrainResult:  # fmt: skip
     """Load the checkpoint at ``path`` into the model, optimizer and schedule; its history.
     Weights-only (:func:`attnlab.model.bundle.load_weights`): a checkpoint is often someone else's file
     (an artifact of a stopped run), and unpickling anything more could run code."""
@@ -157,15 +163,10 @@ def _resume(path: Path, model, optimizer, schedule, config: ExperimentConfig) ->
 
 
 def train(
-    model: Seq2Seq,
-    train_data: EncodedExamples,
-    validation_data: EncodedExamples,
-    config: ExperimentConfig,
-    max_length: int | None = None,
-    on_epoch: EpochCallback | None = None,
-    checkpoint: Path | None = None,
+    model: Seq2Seq, train_data: EncodedExamples, validation_data: EncodedExamples, config: ExperimentConfig,
+    max_length: int | None = None, on_epoch: EpochCallback | None = None, checkpoint: Path | None = None,
     on_step: StepCallback | None = None,
-) -> TrainResult:
+) -> TrainResult:  # fmt: skip
     """Train ``model`` in place for up to ``config.epochs`` epochs.
 
     Every epoch ends with a validation pass (loss, greedy exact match), the callback and, when
@@ -184,36 +185,13 @@ def train(
     result = TrainResult()
     if checkpoint is not None and checkpoint.exists():
         result = _resume(checkpoint, model, optimizer, schedule, config)
-        if _reached_target(result.history, config):
-            result.stopped_early = True
-            return result
     first_loss = result.history[0]["train_loss"] if result.history else None
-    steps = math.ceil(len(train_data) / config.batch_size)
     for epoch in range(len(result.history) + 1, config.epochs + 1):
+        if _reached_target(result.history, config):
+            break
         started = time.perf_counter()
         model.train()
-        generator = torch.Generator().manual_seed(config.seed * 100_003 + epoch)
-        loss_sum, seen = 0.0, 0
-        batches = length_bucketed_batches(
-            train_data.source_lengths.cpu(), config.batch_size, generator, config.length_bucketing
-        )
-        for step, index in enumerate(batches, 1):
-            batch = train_data.rows(index.to(device)).trimmed()
-            loss = train_step(model, batch, optimizer, config)
-            problem = divergence(loss, first_loss)
-            if problem:
-                raise TrainingDiverged(f"{problem} at epoch {epoch}; lower the learning rate")
-            first_loss = loss if first_loss is None else first_loss
-            schedule.step()
-            loss_sum += loss * len(batch)
-            seen += len(batch)
-            if on_step is not None:
-                on_step(
-                    StepProgress(
-                        epoch, config.epochs, step, steps, (epoch - 1) * steps + step, seen, len(train_data),
-                        loss, loss_sum / seen, seen / (time.perf_counter() - started),
-                    )
-                )  # fmt: skip
+        loss_sum, seen, first_loss = _train_epoch(model, train_data, optimizer, schedule, config, epoch, first_loss, on_step)
         train_seconds = time.perf_counter() - started
         metrics = {
             "epoch": epoch,
@@ -230,10 +208,47 @@ def train(
             _save_checkpoint(checkpoint, model, optimizer, schedule, result, config)
         if on_epoch is not None:
             on_epoch(metrics)
-        if _reached_target(result.history, config):
-            result.stopped_early = True
-            break
+    result.stopped_early = _reached_target(result.history, config)
     return result
+
+
+def _train_epoch(
+    model: Seq2Seq,
+    data: EncodedExamples,
+    optimizer: torch.optim.Optimizer,
+    schedule: torch.optim.lr_scheduler.LRScheduler,
+    config: ExperimentConfig,
+    epoch: int,
+    first_loss: float | None,
+    on_step: StepCallback | None,
+) -> tuple[float, int, float | None]:
+    """The optimisation steps of ``epoch`` over ``data`` (on the model's device), in the batch
+    order of (seed, epoch). Returns the loss summed over rows, the rows seen and the run's first
+    loss (``first_loss``, or this epoch's first when there was none yet); raises TrainingDiverged.
+    """
+    started = time.perf_counter()
+    generator = torch.Generator().manual_seed(config.seed * 100_003 + epoch)
+    batches = length_bucketed_batches(data.source_lengths.cpu(), config.batch_size, generator, config.length_bucketing)
+    steps = math.ceil(len(data) / config.batch_size)
+    loss_sum, seen = 0.0, 0
+    for step, index in enumerate(batches, 1):
+        batch = data.rows(index.to(data.src.device)).trimmed()
+        loss = train_step(model, batch, optimizer, config)
+        problem = divergence(loss, first_loss)
+        if problem:
+            raise TrainingDiverged(f"{problem} at epoch {epoch}; lower the learning rate")
+        first_loss = loss if first_loss is None else first_loss
+        schedule.step()
+        loss_sum += loss * len(batch)
+        seen += len(batch)
+        if on_step is not None:
+            on_step(
+                StepProgress(
+                    epoch, config.epochs, step, steps, (epoch - 1) * steps + step, seen, len(data),
+                    loss, loss_sum / seen, seen / (time.perf_counter() - started),
+                )
+            )  # fmt: skip
+    return loss_sum, seen, first_loss
 
 
 def train_step(model: Seq2Seq, batch: EncodedExamples, optimizer: torch.optim.Optimizer, config: ExperimentConfig) -> float:

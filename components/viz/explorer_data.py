@@ -1,15 +1,12 @@
-"""The attention explorer's documents (schema: :mod:`attnlab.viz.explorer`) built from trained models.
+"""The attention explorer's documents (schema: :mod:`attnlab.viz.explorer_document`) built from
+trained models.
 
-- :func:`model_views` — one explorer example per input: the greedy output and the weights of
-  every view (``average``; ``head k`` of a multi-head scorer; ``layer k`` of a decoder with
-  several attention layers), all from one teacher-forced pass of the model over its own greedy
-  output (SOS and the decoded tokens), which gives the weights greedy decoding used;
+- :func:`model_views` (:mod:`attnlab.viz.explorer_views`) — one explorer example per input: the
+  greedy output and the weights of every view;
 - :func:`run_examples` — a run's test examples to show: every wrong one first, then right ones,
   capped, and a note saying what was sampled;
-- :class:`SnapshotRecorder` — the average weights of fixed probe examples (teacher-forced on their
-  gold targets) before training, at :func:`first_epoch_steps` inside the first epoch and after
-  every epoch, so the page can show alignment forming even when training stops after one epoch;
-  with each, the exact match and alignment of a few validation examples (the alignment curve);
+- :class:`SnapshotRecorder` (:mod:`attnlab.viz.explorer_snapshots`) — the attention of fixed probe
+  examples as training goes, and the alignment curve;
 - :func:`run_document`, :func:`sweep_document` — the page of one run, and of a sweep comparing
   every combination on the same sources, opening on the best model with attention
   (:func:`opening_model`).
@@ -20,33 +17,57 @@ Pure: no Prefect, no MLflow; plain dicts and lists out.
 from __future__ import annotations
 
 import math
-import time
 from typing import Any, Mapping, Sequence
 
-import torch
-from torch import Tensor
-
-from attnlab.lab.config import ExperimentConfig
 from attnlab.data.splits import encode_examples
-from attnlab.model.decode import default_max_length, greedy_decode
-from attnlab.evaluation.metrics import AttentionTally, decode_texts, exact_match, teacher_forced_attention
+from attnlab.evaluation.metrics import decode_texts
+from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import Seq2Seq
 from attnlab.plugins import Example
-from attnlab.training.progress import StepProgress
-from attnlab.data.vocab import EOS, PAD, SOS, pad_batch
+from attnlab.viz.explorer_snapshots import FIRST_EPOCH_SNAPSHOTS, SnapshotRecorder, first_epoch_steps, snapshot_label
+from attnlab.viz.explorer_views import AVERAGE, DECIMALS, gold_positions, model_views, views_of, weight_count
+
+__all__ = [
+    "AVERAGE",
+    "BUDGET_BATCH",
+    "CURVE_EXAMPLES",
+    "DECIMALS",
+    "FIRST_EPOCH_SNAPSHOTS",
+    "PROBE_EXAMPLES",
+    "RUN_EXAMPLES",
+    "SCHEMA_VERSION",
+    "SHOWN_METRICS",
+    "SWEEP_EXAMPLES",
+    "WEIGHT_BUDGET",
+    "SnapshotRecorder",
+    "describe",
+    "first_epoch_steps",
+    "inputs_document",
+    "model_entry",
+    "model_views",
+    "opening_model",
+    "run_document",
+    "run_examples",
+    "sample_note",
+    "shown_metrics",
+    "snapshot_label",
+    "sweep_document",
+    "sweep_examples",
+    "sweep_note",
+    "views_of",
+    "weight_count",
+    "with_answers",
+    "within_budget",
+]
 
 #: Test examples shown on a run's page at most (wrong ones first).
 RUN_EXAMPLES = 200
 #: Probe examples whose attention is recorded after every epoch.
 PROBE_EXAMPLES = 3
-#: Snapshots taken inside the first epoch, about (where alignment forms; see first_epoch_steps).
-FIRST_EPOCH_SNAPSHOTS = 8
 #: Validation examples whose exact match and alignment are measured with every snapshot.
 CURVE_EXAMPLES = 100
 #: Sources every combination of a sweep is shown on.
 SWEEP_EXAMPLES = 20
-#: Decimals kept of each weight in the documents built here (the page keeps 3).
-DECIMALS = 4
 #: Weights a page holds at most (over its examples, views and models; snapshots apart): about
 #: 6 bytes each in the page, so the examples of a model with many heads or layers are cut
 #: before the page passes 1 MB. The default run's 200 examples hold ~26,000.
@@ -55,101 +76,7 @@ WEIGHT_BUDGET = 120_000
 BUDGET_BATCH = 50
 #: Metrics shown beside a model's name, when the evaluation has them.
 SHOWN_METRICS = ("exact_match", "char_accuracy", "alignment_accuracy", "alignment_within_one")
-AVERAGE = "average"
 SCHEMA_VERSION = 1
-
-
-def _rounded(matrix: Tensor) -> list[list[float]]:
-    """[Lt, Ls] -> nested lists rounded to :data:`DECIMALS`."""
-    return [[round(value, DECIMALS) for value in row] for row in matrix.tolist()]
-
-
-def _views(weights: Tensor | None, heads: Tensor | None, layers: Tensor | None) -> dict[str, Tensor]:
-    """Every view of a batch: name -> [B, Lt, Ls]. weights [B, Lt, Ls]; heads [B, H, Lt, Ls];
-    layers [B, layers, Lt, Ls] (a single layer is the average itself, not a view of its own)."""
-    if weights is None:
-        return {}
-    views = {AVERAGE: weights}
-    if heads is not None:
-        views.update({f"head {h + 1}": heads[:, h] for h in range(heads.shape[1])})
-    if layers is not None and (layers.dim() != 4 or layers.shape[:1] + layers.shape[2:] != weights.shape):
-        raise ValueError(
-            f"the decoder's layer_weights has shape {list(layers.shape)}; expected [B, layers, Lt, Ls] "
-            f"with [B, Lt, Ls] = {list(weights.shape)}, the shape of its weights"
-        )
-    if layers is not None and layers.shape[1] > 1:
-        views.update({f"layer {k + 1}": layers[:, k] for k in range(layers.shape[1])})
-    return views
-
-
-def _gold(example: Example | None, steps: int) -> list[list[int]] | None:
-    """The gold source positions of the first ``steps`` target characters, or None."""
-    if example is None or example.alignment is None:
-        return None
-    return [list(positions) for positions in example.alignment[:steps]]
-
-
-@torch.inference_mode()
-def model_views(
-    model: Seq2Seq, items: Sequence[Example | str], max_length: int | None = None, batch_size: int = 256
-) -> list[dict[str, Any]]:
-    """One explorer example per item (an Example, or a bare source string), in order.
-
-    Each has ``source_tokens``, ``output_tokens`` (the greedy output, "<eos>" last when emitted),
-    ``target``/``correct``/``gold`` (None for a bare string; gold per target character, cut to
-    the output's length) and ``weights``: view name -> [len(output_tokens), len(source_tokens)].
-    A model that does not attend has ``weights`` {}. ``max_length`` bounds the decoding steps
-    (default: :func:`attnlab.model.decode.default_max_length`).
-    """
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    out: list[dict[str, Any]] = []
-    try:
-        for start in range(0, len(items), batch_size):
-            out.extend(_batch_views(model, items[start : start + batch_size], max_length, device))
-    finally:
-        model.train(was_training)
-    return out
-
-
-def _batch_views(model: Seq2Seq, items: Sequence[Example | str], max_length: int | None, device) -> list[dict[str, Any]]:
-    sources = [item.source if isinstance(item, Example) else item for item in items]
-    src, mask = pad_batch([model.src_vocab.encode(text) for text in sources])
-    src, mask = src.to(device), mask.to(device)
-    tokens = greedy_decode(model, src, mask, max_length or default_max_length(src.shape[1])).tokens  # [B, T]
-    # Teacher-forced on its own output: step t reads the token greedy decoding fed it.
-    tgt_in = torch.cat([torch.full_like(tokens[:, :1], SOS), tokens[:, :-1]], dim=1)
-    decoded = model(src, mask, tgt_in, need_weights=True)
-    views = _views(decoded.weights, decoded.head_weights, decoded.layer_weights)
-    views = {name: view.float().cpu() for name, view in views.items()}
-    out = []
-    for row, (item, text) in enumerate(zip(items, sources)):
-        ids = tokens[row].tolist()
-        steps = next((t + 1 for t, tok in enumerate(ids) if tok == EOS), len(ids))
-        output = model.tgt_vocab.decode(ids)
-        example = item if isinstance(item, Example) else None
-        out.append(
-            {
-                "source_tokens": list(text),
-                "output_tokens": [model.tgt_vocab.token(tok) for tok in ids[:steps]],
-                "target": None if example is None else example.target,
-                "correct": None if example is None else output == example.target,
-                "gold": _gold(example, steps),
-                "weights": {name: _rounded(view[row, :steps, : len(text)]) for name, view in views.items()},
-            }
-        )
-    return out
-
-
-def views_of(examples: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The view names of a model's explorer examples ("average" first; [] without attention)."""
-    return list(examples[0]["weights"]) if examples else []
-
-
-def weight_count(example: Mapping[str, Any]) -> int:
-    """How many weights an explorer example holds (over all its views)."""
-    return sum(len(matrix) * len(matrix[0]) for matrix in example["weights"].values() if matrix)
 
 
 def _budget() -> int:
@@ -208,139 +135,6 @@ def sample_note(total: int, wrong: int, shown: int, budget: bool = False) -> str
     if wrong >= shown:
         return f"{shown:,} of {total:,} test examples: the first {shown:,} of the {wrong:,} wrong ones, in test order{cut}"
     return f"{shown:,} of {total:,} test examples: every wrong one ({wrong:,}), then right ones in test order{cut}"
-
-
-def first_epoch_steps(steps: int, count: int = FIRST_EPOCH_SNAPSHOTS) -> list[int]:
-    """The steps of the first epoch (of ``steps``) after which a snapshot is taken: every
-    ``ceil(steps / count)`` steps, the epoch's last step left to the end-of-epoch snapshot."""
-    every = max(1, math.ceil(steps / max(1, count)))
-    return list(range(every, steps, every))
-
-
-def snapshot_label(epoch: int, step: int, end_of_epoch: bool) -> str:
-    """How the page names a snapshot taken at optimisation ``step`` of the run, in ``epoch``."""
-    if step == 0:
-        return "before training"
-    if end_of_epoch:
-        return f"after epoch {epoch} (step {step})"
-    return f"step {step}, in epoch {epoch}"
-
-
-class SnapshotRecorder:
-    """The average attention of a few fixed probe examples as training goes.
-
-    ``watch(model)`` names the model (it fits ``train_model``'s ``on_model``) and, with
-    ``from_start``, records it untrained (step 0; not for a run resumed from a checkpoint).
-    ``step(progress)``, called after every optimisation step, records at the
-    :func:`first_epoch_steps`; ``record(epoch)``, called after each epoch, records the model as
-    it is then. Each record runs one teacher-forced pass over the probes' gold targets (SOS, the
-    target; the rows are the target characters and EOS) without gradients, in eval mode, and
-    leaves the model's mode and the random state as they were; with ``measured`` examples it
-    also measures their greedy exact match and alignment, appended to ``curve``. ``seconds`` is
-    the time spent. ``snapshots()`` is the document's ``snapshots`` entry.
-    """
-
-    def __init__(self, probes: Sequence[Example], measured: Sequence[Example] = (), from_start: bool = False) -> None:
-        self.probes = list(probes)
-        self.measured = list(measured)
-        self.from_start = from_start
-        self.model: Seq2Seq | None = None
-        self.epochs: list[int] = []
-        self.steps: list[int] = []
-        self.labels: list[str] = []
-        self.weights: list[list[list[list[float]]]] = [[] for _ in self.probes]  # [probe][snapshot] -> [Lt, Ls]
-        #: One point per record: step, epoch, end_of_epoch, exact_match, alignment_accuracy,
-        #: alignment_within_one.
-        self.curve: list[dict[str, float]] = []
-        self.attends = True
-        self.seconds = 0.0
-        self._global_step = 0
-
-    def watch(self, model: Seq2Seq) -> None:
-        """Record ``model`` from now on (and now, with ``from_start``)."""
-        self.model = model
-        if self.from_start:
-            self.record(0, end_of_epoch=False)
-
-    def step(self, progress: StepProgress) -> bool:
-        """Hear of one optimisation step; record when it is one of :func:`first_epoch_steps`.
-        Whether it recorded."""
-        self._global_step = progress.global_step
-        if progress.epoch != 1 or progress.step not in first_epoch_steps(progress.steps):
-            return False
-        self.record(progress.epoch, end_of_epoch=False)
-        return True
-
-    @torch.inference_mode()
-    def record(self, epoch: int, end_of_epoch: bool = True) -> None:
-        """The probes' weights of the watched model as they are now, in (or after) ``epoch``."""
-        model = self.model
-        if model is None:
-            raise RuntimeError("SnapshotRecorder.record before watch(model)")
-        started = time.perf_counter()
-        was_training, rng = model.training, torch.get_rng_state()
-        model.eval()
-        try:
-            if self.measured:
-                point = _curve_point(model, self.measured)
-                self.curve.append({"step": self._global_step, "epoch": epoch, "end_of_epoch": end_of_epoch, **point})
-            if self.probes and self.attends:
-                self._snapshot(model, epoch, end_of_epoch)
-        finally:
-            model.train(was_training)
-            torch.set_rng_state(rng)
-        self.seconds += time.perf_counter() - started
-
-    def _snapshot(self, model: Seq2Seq, epoch: int, end_of_epoch: bool) -> None:
-        device = next(model.parameters()).device
-        data = encode_examples(self.probes, model.src_vocab, model.tgt_vocab).to(device)
-        weights = model(data.src, data.src_mask, data.tgt[:, :-1], need_weights=True).weights
-        if weights is None:
-            self.attends = False
-            return
-        weights = weights.float().cpu()  # [probes, Lt + 1, Ls]
-        for row, probe in enumerate(self.probes):
-            self.weights[row].append(_rounded(weights[row, : len(probe.target) + 1, : len(probe.source)]))
-        self.epochs.append(int(epoch))
-        self.steps.append(self._global_step)
-        self.labels.append(snapshot_label(epoch, self._global_step, end_of_epoch))
-
-    def snapshots(self) -> dict[str, Any] | None:
-        """``{"epochs", "steps", "labels", "examples"}`` for the document, or None (nothing
-        recorded, or a model that does not attend)."""
-        if not self.epochs:
-            return None
-        return {
-            "epochs": list(self.epochs),
-            "steps": list(self.steps),
-            "labels": list(self.labels),
-            "examples": [
-                {
-                    "source_tokens": list(probe.source),
-                    "output_tokens": [*probe.target, "<eos>"],
-                    "gold": _gold(probe, len(probe.target)),
-                    "weights": weights,
-                }
-                for probe, weights in zip(self.probes, self.weights)
-            ],
-        }
-
-
-def _curve_point(model: Seq2Seq, examples: Sequence[Example]) -> dict[str, float]:
-    """Greedy exact match and teacher-forced alignment (accuracy, within one; NaN without
-    attention or gold) of ``model`` on ``examples``."""
-    device = next(model.parameters()).device
-    data = encode_examples(list(examples), model.src_vocab, model.tgt_vocab).to(device)
-    texts = decode_texts(model, data)
-    tally = AttentionTally()
-    weights, step_mask = teacher_forced_attention(model, data)  # [N, Lt + 1, Ls], [N, Lt + 1]
-    tally.add(weights, step_mask, data.src_mask, list(examples))
-    alignment = tally.metrics()
-    return {
-        "exact_match": exact_match(texts, [example.target for example in examples]),
-        "alignment_accuracy": alignment["alignment_accuracy"],
-        "alignment_within_one": alignment["alignment_within_one"],
-    }
 
 
 def describe(config: ExperimentConfig) -> str:
@@ -405,7 +199,7 @@ def with_answers(view: Mapping[str, Any], example: Example) -> dict[str, Any]:
     """A :func:`model_views` example of a bare source given ``example``'s target and gold."""
     output = "".join(token for token in view["output_tokens"] if token != "<eos>")
     steps = len(view["output_tokens"])
-    return {**view, "target": example.target, "correct": output == example.target, "gold": _gold(example, steps)}
+    return {**view, "target": example.target, "correct": output == example.target, "gold": gold_positions(example, steps)}
 
 
 def sweep_document(title: str, models: Sequence[Mapping[str, Any]], examples: Sequence[Example], note: str | None = None) -> dict[str, Any]:
@@ -431,6 +225,11 @@ def sweep_document(title: str, models: Sequence[Mapping[str, Any]], examples: Se
     return {"version": SCHEMA_VERSION, "title": title, "note": note, "models": entries, "opens_on": opening_model(entries)}
 
 
+def _finite_or_lowest(value: float) -> float:
+    """``value``, or -inf when it is NaN or infinite (a measure that ranks last)."""
+    return value if math.isfinite(value) else -math.inf
+
+
 def opening_model(models: Sequence[Mapping[str, Any]]) -> int:
     """The index of the model a comparison page opens on: the best one with attention weights
     to show (views), by test exact match, then alignment accuracy (a missing or NaN one counts
@@ -438,8 +237,8 @@ def opening_model(models: Sequence[Mapping[str, Any]]) -> int:
 
     def rank(index: int) -> tuple[float, float, int]:
         metrics = models[index].get("metrics") or {}
-        found = [float(metrics.get(key, math.nan)) for key in ("exact_match", "alignment_accuracy")]
-        return (*(value if math.isfinite(value) else -math.inf for value in found), -index)
+        exact, alignment = (float(metrics.get(key, math.nan)) for key in ("exact_match", "alignment_accuracy"))
+        return (_finite_or_lowest(exact), _finite_or_lowest(alignment), -index)
 
     attending = [index for index, model in enumerate(models) if model.get("views")]
     return max(attending, key=rank, default=0)

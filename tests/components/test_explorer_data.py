@@ -155,6 +155,7 @@ def test_sample_notes():
     assert sample_note(1000, 0, 200) == "200 of 1,000 test examples, all answered right: the first 200 in test order"
 
 
+@pytest.mark.slow
 def test_snapshots_after_every_epoch_leave_training_as_it_was():
     config = ExperimentConfig(**TINY, train_size=200, validation_size=30, test_size=10, epochs=3, target_exact_match=None)
     task = build_task(config)
@@ -256,6 +257,7 @@ def test_within_budget_keeps_the_leading_items_that_fit_and_at_least_one():
     assert within_budget([], 5) == 0
 
 
+@pytest.mark.slow
 def test_a_page_of_the_largest_default_sized_model_stays_under_one_megabyte():
     """Four heads and two layers (seven views) of an untrained model, whose outputs run to the
     step limit: the weight budget cuts the examples before the page reaches 1 MB."""
@@ -270,13 +272,13 @@ def test_a_page_of_the_largest_default_sized_model_stays_under_one_megabyte():
 
 
 def test_layer_weights_of_the_wrong_shape_are_refused_by_name():
-    from attnlab.viz.explorer_data import _views
+    from attnlab.viz.explorer_views import weight_views
 
     weights = torch.full((2, 3, 4), 0.25)
     layers = torch.stack([weights, weights], dim=1)
-    assert list(_views(weights, None, layers)) == ["average", "layer 1", "layer 2"]
+    assert list(weight_views(weights, None, layers)) == ["average", "layer 1", "layer 2"]
     with pytest.raises(ValueError, match=r"layer_weights has shape \[2, 3, 2, 4\]"):
-        _views(weights, None, layers.transpose(1, 2))
+        weight_views(weights, None, layers.transpose(1, 2))
 
 
 def test_first_epoch_steps_spread_about_eight_snapshots_over_the_epoch():
@@ -291,6 +293,7 @@ def progress(epoch: int, step: int, steps: int) -> StepProgress:
     return StepProgress(epoch, 3, step, steps, (epoch - 1) * steps + step, step, steps, 1.0, 1.0, 1.0)
 
 
+@pytest.mark.slow
 def test_the_recorder_records_before_training_at_its_steps_in_the_first_epoch_and_after_epochs():
     _, task, model = tiny()
     recorder = SnapshotRecorder(examples(task, 2), examples(task, 5, seed=50), from_start=True)
@@ -338,6 +341,7 @@ def test_a_model_without_attention_still_has_an_exact_match_curve():
     assert point["exact_match"] == 0.0 and math.isnan(point["alignment_accuracy"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("measured", [0, 30])
 def test_recording_inside_epochs_leaves_training_as_it_was(measured):
     config = ExperimentConfig(**TINY, train_size=256, validation_size=30, test_size=10, epochs=2, batch_size=32,

@@ -1,0 +1,118 @@
+"""Explorer examples of a model: per input, the greedy output and the attention weights of every
+view (``average``; ``head k`` of a multi-head scorer; ``layer k`` of a decoder with several
+attention layers), all from one teacher-forced pass of the model over its own greedy output (SOS
+and the decoded tokens), which gives the weights greedy decoding used (:func:`model_views`).
+
+Pure: no Prefect, no MLflow; plain dicts and lists out.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import torch
+from torch import Tensor
+
+from attnlab.data.vocab import EOS, SOS, pad_batch
+from attnlab.model.assembly import Seq2Seq
+from attnlab.model.decode import default_max_length, greedy_decode
+from attnlab.plugins import Example
+
+#: Decimals kept of each weight in the documents built here (the page keeps 3).
+DECIMALS = 4
+AVERAGE = "average"
+
+
+def rounded(matrix: Tensor) -> list[list[float]]:
+    """[Lt, Ls] -> nested lists rounded to :data:`DECIMALS`."""
+    return [[round(value, DECIMALS) for value in row] for row in matrix.tolist()]
+
+
+def weight_views(weights: Tensor | None, heads: Tensor | None, layers: Tensor | None) -> dict[str, Tensor]:
+    """Every view of a batch: name -> [B, Lt, Ls]. weights [B, Lt, Ls]; heads [B, H, Lt, Ls];
+    layers [B, layers, Lt, Ls] (a single layer is the average itself, not a view of its own)."""
+    if weights is None:
+        return {}
+    views = {AVERAGE: weights}
+    if heads is not None:
+        views.update({f"head {h + 1}": heads[:, h] for h in range(heads.shape[1])})
+    if layers is not None and (layers.dim() != 4 or layers.shape[:1] + layers.shape[2:] != weights.shape):
+        raise ValueError(
+            f"the decoder's layer_weights has shape {list(layers.shape)}; expected [B, layers, Lt, Ls] "
+            f"with [B, Lt, Ls] = {list(weights.shape)}, the shape of its weights"
+        )
+    if layers is not None and layers.shape[1] > 1:
+        views.update({f"layer {k + 1}": layers[:, k] for k in range(layers.shape[1])})
+    return views
+
+
+def gold_positions(example: Example | None, steps: int) -> list[list[int]] | None:
+    """The gold source positions of the first ``steps`` target characters, or None."""
+    if example is None or example.alignment is None:
+        return None
+    return [list(positions) for positions in example.alignment[:steps]]
+
+
+@torch.inference_mode()
+def model_views(
+    model: Seq2Seq, items: Sequence[Example | str], max_length: int | None = None, batch_size: int = 256
+) -> list[dict[str, Any]]:
+    """One explorer example per item (an Example, or a bare source string), in order.
+
+    Each has ``source_tokens``, ``output_tokens`` (the greedy output, "<eos>" last when emitted),
+    ``target``/``correct``/``gold`` (None for a bare string; gold per target character, cut to
+    the output's length) and ``weights``: view name -> [len(output_tokens), len(source_tokens)].
+    A model that does not attend has ``weights`` {}. ``max_length`` bounds the decoding steps
+    (default: :func:`attnlab.model.decode.default_max_length`).
+    """
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    out: list[dict[str, Any]] = []
+    try:
+        for start in range(0, len(items), batch_size):
+            out.extend(_batch_views(model, items[start : start + batch_size], max_length, device))
+    finally:
+        model.train(was_training)
+    return out
+
+
+def _batch_views(
+    model: Seq2Seq, items: Sequence[Example | str], max_length: int | None, device: torch.device
+) -> list[dict[str, Any]]:
+    sources = [item.source if isinstance(item, Example) else item for item in items]
+    src, mask = pad_batch([model.src_vocab.encode(text) for text in sources])
+    src, mask = src.to(device), mask.to(device)
+    tokens = greedy_decode(model, src, mask, max_length or default_max_length(src.shape[1])).tokens  # [B, T]
+    # Teacher-forced on its own output: step t reads the token greedy decoding fed it.
+    tgt_in = torch.cat([torch.full_like(tokens[:, :1], SOS), tokens[:, :-1]], dim=1)
+    decoded = model(src, mask, tgt_in, need_weights=True)
+    views = weight_views(decoded.weights, decoded.head_weights, decoded.layer_weights)
+    views = {name: view.float().cpu() for name, view in views.items()}
+    out = []
+    for row, (item, text) in enumerate(zip(items, sources)):
+        ids = tokens[row].tolist()
+        steps = next((t + 1 for t, tok in enumerate(ids) if tok == EOS), len(ids))
+        output = model.tgt_vocab.decode(ids)
+        example = item if isinstance(item, Example) else None
+        out.append(
+            {
+                "source_tokens": list(text),
+                "output_tokens": [model.tgt_vocab.token(tok) for tok in ids[:steps]],
+                "target": None if example is None else example.target,
+                "correct": None if example is None else output == example.target,
+                "gold": gold_positions(example, steps),
+                "weights": {name: rounded(view[row, :steps, : len(text)]) for name, view in views.items()},
+            }
+        )
+    return out
+
+
+def views_of(examples: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The view names of a model's explorer examples ("average" first; [] without attention)."""
+    return list(examples[0]["weights"]) if examples else []
+
+
+def weight_count(example: Mapping[str, Any]) -> int:
+    """How many weights an explorer example holds (over all its views)."""
+    return sum(len(matrix) * len(matrix[0]) for matrix in example["weights"].values() if matrix)
