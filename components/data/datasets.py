@@ -56,7 +56,7 @@ def _parse(path: Path, mtime_ns: int, size: int) -> tuple[tuple[Example, ...], .
     (the cache key: a flow reads its data file in every step)."""
     data = json.loads(path.read_text())
 
-    def example(source: str, target: str, alignment) -> Example:
+    def example(source: str, target: str, alignment: list[list[int]] | None) -> Example:
         return Example(source, target, None if alignment is None else tuple(map(tuple, alignment)))
 
     return tuple(tuple(example(*row) for row in data[name]) for name in SPLIT_NAMES)

@@ -7,8 +7,10 @@ train, validation and test, even when the same date appears in several source fo
 from __future__ import annotations
 
 import random
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
+import torch
 from torch import Tensor
 
 from attnlab.plugins import Example, Task
@@ -29,7 +31,7 @@ class Splits:
         return [(name, getattr(self, name)) for name in SPLIT_NAMES]
 
 
-def draw_distinct(task: Task, n: int, rng: random.Random, exclude: set[str] = frozenset()) -> list[Example]:
+def draw_distinct(task: Task, n: int, rng: random.Random, exclude: AbstractSet[str] = frozenset()) -> list[Example]:
     """``n`` examples of ``task`` with distinct keys, none of them in ``exclude``.
 
     Raises ValueError when the task cannot produce that many (its space is too small).
@@ -115,7 +117,7 @@ class EncodedExamples:
         tgt_len = int((self.tgt != PAD).sum(dim=1).max())
         return EncodedExamples(self.src[:, :src_len], self.src_mask[:, :src_len], self.tgt[:, :tgt_len], self.source_lengths)
 
-    def to(self, device) -> "EncodedExamples":
+    def to(self, device: torch.device | str) -> "EncodedExamples":
         return EncodedExamples(*(t.to(device) for t in (self.src, self.src_mask, self.tgt, self.source_lengths)))
 
 

@@ -66,8 +66,8 @@ class AlignmentTally:
     steps: int = 0
     near_hits: int = 0
     gold_links: int = 0
-    hits_by_shift: Counter = field(default_factory=Counter)
-    offsets: Counter = field(default_factory=Counter)
+    hits_by_shift: Counter[int] = field(default_factory=Counter)
+    offsets: Counter[int] = field(default_factory=Counter)
 
     def add(self, argmax: Sequence[int], gold: Gold | None) -> None:
         """One example: ``argmax`` [Lt'] the most-attended source position per target step
@@ -102,10 +102,11 @@ class AlignmentTally:
     def metrics(self) -> dict[str, float]:
         """alignment_accuracy, alignment_within_one, alignment_offset_mode,
         alignment_shifted_accuracy, alignment_error_rate; NaN without an aligned step."""
-        if not self.steps:
+        mode = self.mode  # None exactly when there is no aligned step
+        if not self.steps or mode is None:
             names = ("accuracy", "within_one", "offset_mode", "shifted_accuracy", "error_rate")
             return {f"alignment_{name}": math.nan for name in names}
-        hits, mode = self.hits_by_shift[0], self.mode
+        hits = self.hits_by_shift[0]
         return {
             "alignment_accuracy": hits / self.steps,
             "alignment_within_one": self.near_hits / self.steps,

@@ -150,4 +150,5 @@ def format_table(table: pd.DataFrame) -> str:
         if block and table[[f"{m}_mean" for m in block]].notna().any().any():
             text += f"\n\n{title}:\n" + _shown(table, block, prefix).drop(columns="runs").to_string(index=False)
     failures = [f"  {row.label}: {row.failed} of {row.runs} failed: {row.error}" for row in table.itertuples() if row.failed]
-    return text + ("\nfailed:\n" + "\n".join(failures) if failures else "")
+    summary: str = text + ("\nfailed:\n" + "\n".join(failures) if failures else "")
+    return summary

@@ -34,9 +34,12 @@ MAX_LEARNING_RATE = 1e30
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
-def _size(limit: int):
-    """An int in 1..limit."""
-    return Annotated[int, Field(gt=0, le=limit)]
+#: Ints in 1..limit, one type per limit.
+Width = Annotated[int, Field(gt=0, le=MAX_WIDTH)]
+ExampleCount = Annotated[int, Field(gt=0, le=MAX_EXAMPLES)]
+EpochCount = Annotated[int, Field(gt=0, le=MAX_EPOCHS)]
+BatchSize = Annotated[int, Field(gt=0, le=MAX_BATCH)]
+BeamSize = Annotated[int, Field(gt=0, le=MAX_BEAM)]
 
 
 class ExperimentConfig(BaseModel):
@@ -58,16 +61,16 @@ class ExperimentConfig(BaseModel):
     decoder: str = Field("rnn", description="decoder plugin name (attnlab.decoders)")
     decoder_options: dict[str, Any] = Field(default_factory=dict)
 
-    embedding_dim: _size(MAX_WIDTH) = 64
-    hidden_size: _size(MAX_WIDTH) = 128
+    embedding_dim: Width = 64
+    hidden_size: Width = 128
 
-    train_size: _size(MAX_EXAMPLES) = Field(3000, description="training examples")
-    validation_size: _size(MAX_EXAMPLES) = Field(500, description="validation examples (early stopping)")
-    test_size: _size(MAX_EXAMPLES) = Field(1000, description="held-out test examples")
+    train_size: ExampleCount = Field(3000, description="training examples")
+    validation_size: ExampleCount = Field(500, description="validation examples (early stopping)")
+    test_size: ExampleCount = Field(1000, description="held-out test examples")
 
-    epochs: _size(MAX_EPOCHS) = 20
-    batch_size: _size(MAX_BATCH) = 64
-    length_bucketing: _size(MAX_EXAMPLES) = Field(
+    epochs: EpochCount = 20
+    batch_size: BatchSize = 64
+    length_bucketing: ExampleCount = Field(
         1,
         description="sort rows by source length within pools of this many batches (1: plain "
         "shuffled batches); saves padded decoder steps when lengths vary, at some cost in "
@@ -90,7 +93,7 @@ class ExperimentConfig(BaseModel):
     target_exact_match: float | None = Field(
         0.999, gt=0.0, le=1.0, allow_inf_nan=False, description="stop early once validation exact match reaches this"
     )
-    beam_size: _size(MAX_BEAM) = Field(1, description="1 = greedy decoding at evaluation")
+    beam_size: BeamSize = Field(1, description="1 = greedy decoding at evaluation")
 
     seed: int = Field(0, gt=-SEED_RANGE, lt=SEED_RANGE)
     device: str = Field("auto", description="'auto' (CUDA when present), 'cpu', 'cuda', 'cuda:N'")

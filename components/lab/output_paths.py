@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from attnlab.lab.errors import UserError
@@ -37,7 +38,7 @@ def check_output_folder(option: str, path: Path | None) -> None:
         raise UserError(f"{option} {str(path)!r} cannot be written: {problem}")
 
 
-def _guarded(path: Path, check) -> str | None:
+def _guarded(path: Path, check: Callable[[], str | None]) -> str | None:
     try:
         return check()
     except OSError as exc:  # e.g. a name longer than the file system allows

@@ -37,7 +37,8 @@ class Seq2Seq(nn.Module):
 
     def encode(self, src: Tensor, src_mask: Tensor) -> EncoderOutput:
         """src long [B, Ls], src_mask bool [B, Ls] -> EncoderOutput."""
-        return self.encoder(src, src_mask)
+        memory: EncoderOutput = self.encoder(src, src_mask)
+        return memory
 
     def forward(
         self,
@@ -54,7 +55,8 @@ class Seq2Seq(nn.Module):
         """
         memory = self.encode(src, src_mask)
         if teacher_forcing >= 1.0:
-            return self.decoder(tgt_in, memory, src_mask, need_weights=need_weights)
+            decoded: DecoderOutput = self.decoder(tgt_in, memory, src_mask, need_weights=need_weights)
+            return decoded
         state = self.decoder.start(memory, src_mask)
         tokens, logits = tgt_in[:, 0], []
         for t in range(tgt_in.shape[1]):
@@ -72,7 +74,8 @@ def build_task(config: ExperimentConfig, split: str = "train") -> Task:
     options = dict(config.task_options)
     if split == "test":
         options.update(config.test_task_options)
-    return create_plugin("tasks", config.task, **options)
+    task: Task = create_plugin("tasks", config.task, **options)
+    return task
 
 
 def build_model(
@@ -103,7 +106,7 @@ def build_model(
 
     def make_attention(query_dim: int, key_dim: int) -> Attention:
         try:
-            scorer = scorer_cls(query_dim, key_dim, **config.scorer_options)
+            scorer: Attention = scorer_cls(query_dim, key_dim, **config.scorer_options)
         except (TypeError, ValueError) as exc:
             raise PluginError(f"scorer {config.scorer!r}: {exc}") from exc
         scorers.append(scorer)
@@ -131,7 +134,7 @@ def build_model(
 #: What :func:`build_model` has probed in this process (config, plugin classes, vocabularies): a run
 #: builds the same model several times (the config check, training, each step that loads the
 #: bundle), and the plugins' classes and options, not their weights, decide the probes.
-_probed: set[tuple] = set()
+_probed: set[tuple[object, ...]] = set()
 
 
 def probe_model(config: ExperimentConfig, task: Task, model: Seq2Seq, scorers: list[Attention]) -> None:

@@ -14,7 +14,7 @@ import json
 import pickle
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from attnlab.lab.config import ExperimentConfig
 from attnlab.lab.errors import UserError
@@ -22,8 +22,14 @@ from attnlab.lab.errors import UserError
 if TYPE_CHECKING:
     import torch
 
+    from attnlab.data.vocab import Vocab
     from attnlab.model.assembly import Seq2Seq
     from attnlab.plugins import Task
+
+#: Builds the model of a bundle over the given (source, target) vocabularies.
+Rebuild = Callable[[tuple["Vocab", "Vocab"]], "Seq2Seq"]
+#: Tensor name -> its shape.
+Shapes = dict[str, tuple[int, ...]]
 
 BUNDLE_FILES = ("config.json", "vocab.json", "weights.pt")
 #: The ids every vocabulary reserves before its characters (PAD, SOS, EOS, UNK).
@@ -140,7 +146,7 @@ def load_weights(path: Path) -> Any:
         raise RefusedFile(f"{path} is not a torch file attnlab can load ({type(exc).__name__}: {exc})") from None
 
 
-def check_weights(folder: Path, model: Seq2Seq, state: Any, rebuild) -> None:
+def check_weights(folder: Path, model: Seq2Seq, state: Any, rebuild: Rebuild) -> None:
     """:class:`DamagedBundle` unless ``state`` (what ``weights.pt`` holds) has exactly the tensor
     names and shapes of ``model`` (built from ``config.json`` and ``vocab.json``); the message
     says which file does not match the weights. ``rebuild((source, target))`` builds the same
@@ -156,7 +162,7 @@ def check_weights(folder: Path, model: Seq2Seq, state: Any, rebuild) -> None:
         raise DamagedBundle(_vocab_mismatch(folder, model, expected, saved, rebuild) or _config_mismatch(folder, expected, saved))
 
 
-def _vocab_mismatch(folder: Path, model: Seq2Seq, expected: dict, saved: dict, rebuild) -> str | None:
+def _vocab_mismatch(folder: Path, model: Seq2Seq, expected: Shapes, saved: Shapes, rebuild: Rebuild) -> str | None:
     """The sentence for a ``vocab.json`` whose sizes alone differ from the weights, else None."""
     from attnlab.data.vocab import Vocab
 
@@ -180,7 +186,7 @@ def _vocab_mismatch(folder: Path, model: Seq2Seq, expected: dict, saved: dict, r
     return f"{folder / 'vocab.json'} does not match {folder / 'weights.pt'}: {sides}; restore the vocab.json saved with these weights"
 
 
-def _config_mismatch(folder: Path, expected: dict, saved: dict) -> str:
+def _config_mismatch(folder: Path, expected: Shapes, saved: Shapes) -> str:
     """The sentence for a ``config.json`` that builds another model than the weights hold."""
     shape = next((name for name in expected if name in saved and expected[name] != saved[name]), None)
     missing = sorted(expected.keys() - saved.keys())

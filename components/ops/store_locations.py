@@ -68,4 +68,4 @@ def relocated(location: str | None, old: str, new: str) -> str | None:
     if path is None or not is_under(path, PurePosixPath(old)):
         return None
     moved = PurePosixPath(new) / path.relative_to(old)
-    return moved.as_uri() if location.startswith("file:") else str(moved)
+    return moved.as_uri() if location is not None and location.startswith("file:") else str(moved)

@@ -20,7 +20,7 @@ class ChildRun:
     """One child run of a sweep: ``key`` names its combination and seed."""
 
     run_id: str
-    key: tuple
+    key: tuple[object, ...]
     status: str
     start_time: int
 
@@ -38,7 +38,7 @@ def settle(children: list[ChildRun]) -> Settlement:
     from a rerun) and is ended FAILED saying so; attempts of one key are numbered in start order
     and each rerun names the attempt before it."""
     plan = Settlement()
-    by_key: dict[tuple, list[ChildRun]] = {}
+    by_key: dict[tuple[object, ...], list[ChildRun]] = {}
     for child in children:
         by_key.setdefault(child.key, []).append(child)
     for attempts in by_key.values():

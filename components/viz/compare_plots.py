@@ -18,8 +18,11 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.legend import Legend
+from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator, ScalarFormatter
 
 from attnlab.viz.heatmaps import cjk_font_family, draw_attention, marker_legend
@@ -35,7 +38,7 @@ def _figure(width: float, height: float) -> Figure:
     return fig
 
 
-def legend_beside(ax):
+def legend_beside(ax: Axes) -> Legend | None:
     """The legend of ``ax``'s labelled artists to the right of the axes, outside the data area
     (the constrained layout and :func:`attnlab.viz.heatmaps.save_figure`'s tight box keep it in the
     picture); None when nothing is labelled."""
@@ -80,7 +83,7 @@ def accuracy_by_length(runs: Runs, train_max_length: int | None = None) -> Figur
     return fig
 
 
-def shade_unseen(ax, train_max_length: int):
+def shade_unseen(ax: Axes, train_max_length: int) -> Rectangle:
     """Shade the lengths above ``train_max_length`` from halfway past it to the axes' right edge
     (drawn after the lines, whose limits it keeps: the span would widen them); the span."""
     left, right = ax.get_xlim()

@@ -31,6 +31,10 @@ from typing import Any, Sequence
 
 import numpy as np
 from matplotlib import font_manager
+from matplotlib.artist import Artist
+from matplotlib.axes import Axes
+from matplotlib.image import AxesImage
+from matplotlib.legend import Legend
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -97,16 +101,16 @@ def gold_cells(gold: Sequence[Sequence[int]], rows: int, columns: int) -> list[t
     return cells
 
 
-def marker_handles(gold: bool) -> list[Any]:
+def marker_handles(gold: bool) -> list[Artist]:
     """Legend entries for the markers: the argmax dot, and the gold outline when ``gold``."""
-    handles = [Line2D([], [], linestyle="", marker="o", markersize=6, markerfacecolor="white",
+    handles: list[Artist] = [Line2D([], [], linestyle="", marker="o", markersize=6, markerfacecolor="white",
                       markeredgecolor="black", label=ARGMAX_LABEL)]
     if gold:
         handles.append(Patch(facecolor="none", edgecolor=GOLD_COLOR, linewidth=2, label=GOLD_LABEL))
     return handles
 
 
-def marker_legend(fig: Figure, gold: bool):
+def marker_legend(fig: Figure, gold: bool) -> Legend:
     """One legend below the whole (constrained-layout) figure, outside every axes and colorbar,
     explaining the argmax dot and, when ``gold``, the gold outline."""
     handles = marker_handles(gold)
@@ -114,9 +118,9 @@ def marker_legend(fig: Figure, gold: bool):
                       fontsize="small", frameon=False)
 
 
-def draw_attention(ax, matrix: np.ndarray, source_tokens: Sequence[str],
+def draw_attention(ax: Axes, matrix: np.ndarray, source_tokens: Sequence[str],
                    output_tokens: Sequence[str], family: str,
-                   gold: Sequence[Sequence[int]] | None = None, legend: bool = True):
+                   gold: Sequence[Sequence[int]] | None = None, legend: bool = True) -> AxesImage:
     """Draw one ``[Lt, Ls]`` matrix on ``ax``: source on the top x axis, output on the y axis,
     each axis labelled with its name; a dot on the argmax of every row and, with ``gold``, a red
     outline around every gold cell (cell ``(row, column)`` is centred at ``x=column, y=row``).
