@@ -121,6 +121,32 @@ def one_sweep(folder: Path, tracking: str, prefect_api: str, flags: list[str]) -
     }
 
 
+#: The report's rows: label | the measure's key in one_sweep's results | its format.
+REPORT = """
+runs per sweep                   | runs                 | {:.0f}
+sweep wall (s)                   | wall                 | {:.1f}
+start-up to first run (s)        | startup              | {:.1f}
+last run's end to exit (s)       | finish               | {:.1f}
+sum of training (s)              | train_sum            | {:.1f}
+1.5 x training + start-up (s)    | bound                | {:.1f}
+not training, per run (s)        | not_training_per_run | {:.2f}
+  runs on a warm worker          | warm_runs            | {:.0f}
+  not training, warm worker (s)  | not_training_warm    | {:.2f}
+tracking requests per run        | requests_per_run     | {:.0f}
+artifact bytes per run           | child_bytes_per_run  | {:,.0f}
+artifact bytes of the parent     | parent_bytes         | {:,.0f}
+"""
+
+
+def report_rows() -> list[tuple[str, str, str]]:
+    """(label, key, format) of each row of :data:`REPORT` (a label keeps its leading spaces)."""
+    rows = []
+    for line in REPORT.strip("\n").splitlines():
+        label, key, fmt = line.split("|")
+        rows.append((label.rstrip(), key.strip(), fmt.strip()))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2)
@@ -136,25 +162,11 @@ def main() -> None:
                     print(f"round {round_ + 1}/{args.rounds} {name}: {results[name][-1]['wall']:.1f} s wall", file=sys.stderr)
         finally:
             stop_all(servers)
-    rows = [
-        ("runs per sweep", "runs", "{:.0f}"),
-        ("sweep wall (s)", "wall", "{:.1f}"),
-        ("start-up to first run (s)", "startup", "{:.1f}"),
-        ("last run's end to exit (s)", "finish", "{:.1f}"),
-        ("sum of training (s)", "train_sum", "{:.1f}"),
-        ("1.5 x training + start-up (s)", "bound", "{:.1f}"),
-        ("not training, per run (s)", "not_training_per_run", "{:.2f}"),
-        ("  runs on a warm worker", "warm_runs", "{:.0f}"),
-        ("  not training, warm worker (s)", "not_training_warm", "{:.2f}"),
-        ("tracking requests per run", "requests_per_run", "{:.0f}"),
-        ("artifact bytes per run", "child_bytes_per_run", "{:,.0f}"),
-        ("artifact bytes of the parent", "parent_bytes", "{:,.0f}"),
-    ]
     names = list(VARIANTS)
     print(f"{results[names[0]][0]['runs']:.0f}-run sweep ({' '.join(SWEEP[1:-1])}) against real servers, median of {args.rounds} rounds")
     width = max(len(name) for name in names) + 2
     print(f"  {'':<32}" + "".join(f"{name:>{width}}" for name in names))
-    for label, key, fmt in rows:
+    for label, key, fmt in report_rows():
         print(f"  {label:<32}" + "".join(f"{fmt.format(statistics.median(r[key] for r in results[name])):>{width}}" for name in names))
 
 
