@@ -68,13 +68,19 @@ def train(
 
 def load_run_model(run_id: str):
     """(config, task plugin, Seq2Seq) of the model logged by run ``run_id`` (``runs:/<id>/model``),
-    loaded as ``attnlab predict`` loads an MLflow model: from the store checked for reading,
-    through :func:`attnlab.flows.tracking.registry.load_pyfunc` (which refuses foreign model code)."""
-    from attnlab.flows.tracking.registry import load_pyfunc
+    loaded as ``attnlab predict`` loads an MLflow model (see :func:`load_run_predictor`)."""
+    predictor = load_run_predictor(run_id)
+    return predictor.config, predictor.task, predictor.model
+
+
+def load_run_predictor(run_id: str):
+    """The :class:`~attnlab.model.predictor.Predictor` of the model logged by run ``run_id``,
+    loaded from the store checked for reading, through
+    :func:`attnlab.flows.tracking.registry.load_pyfunc` (which refuses foreign model code)."""
+    from attnlab.flows.tracking.registry import load_predictor
     from attnlab.flows.tracking.store import check_store, resolve_store, use_store
 
     store = resolve_store()
     check_store(store, writable=False)
     use_store(store)
-    python_model = load_pyfunc(f"runs:/{run_id}/model").unwrap_python_model()
-    return python_model.config, python_model.task, python_model.model
+    return load_predictor(f"runs:/{run_id}/model")

@@ -144,32 +144,21 @@ class AttnlabModel(mlflow.pyfunc.PythonModel):
 
     def load_context(self, context) -> None:
         from attnlab.model.bundle import load_bundle
-        from attnlab.model.assembly import build_task
-        from attnlab.model.predict import source_limit
+        from attnlab.model.predictor import Predictor
 
-        self.config, self.task, self.model = load_bundle(Path(context.artifacts[BUNDLE]))
-        self.test_task = build_task(self.config, split="test") if self.config.test_task_options else None
-        self.longest = source_limit(self.config)
+        self.predictor = Predictor.of(*load_bundle(Path(context.artifacts[BUNDLE])))
+        self.config, self.task, self.model = self.predictor.config, self.predictor.task, self.predictor.model
 
     def check(self, texts: list[str]) -> None:
         """Raise ValueError naming the first of ``texts`` the model cannot take (one longer than
         its task's sources included: decoding it would run for minutes)."""
-        from attnlab.model.predict import check_sources
-
-        check_sources(texts, self.task, self.model, self.longest, getattr(self, "test_task", None))
+        self.predictor.check(texts)
 
     def predictions(self, texts: list[str], beam_size: int = 1):
         """attnlab Predictions (output, tokens, attention weights) for ``texts``, greedy or by beam
-        search with ``beam_size`` beams (no weights then); raises ValueError naming the first input
-        the model cannot take (see :meth:`check`)."""
-        from attnlab.model.predict import predict
-
-        self.check(texts)
-        test_task = getattr(self, "test_task", None)
-        results = []
-        for start in range(0, len(texts), BATCH):
-            results.extend(predict(self.model, self.task, texts[start : start + BATCH], longest=self.longest, test_task=test_task, beam_size=beam_size))
-        return results
+        search with ``beam_size`` beams (no weights then), :data:`BATCH` at a time; raises
+        ValueError naming the first input the model cannot take (see :meth:`check`)."""
+        return self.predictor.predict(texts, beam_size, batch=BATCH)
 
     def predict(self, context, model_input: pd.DataFrame, params: dict[str, Any] | None = None) -> list[str]:
         from attnlab.lab.serving import rows_problem

@@ -32,12 +32,14 @@ from attnlab.lab.names import experiment_name, model_name
 from attnlab.flows.tracking import promote as promotion
 from attnlab.flows.tracking import prune as retention
 from attnlab.flows.tracking import store
+from attnlab.flows import model_steps
 from attnlab.flows import steps as tasks
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking.benchmark_store import Benchmark
 from attnlab.flows.flow_runs import ending_status, flow_run_tags
 from attnlab.flows.tracking.promotion_lock import promotion_lock
-from attnlab.ops.promotion import check_margin
+from attnlab.ops.challenger import challenger_seed
+from attnlab.ops.promotion import Decision, check_margin
 from attnlab.ops.retention import DEFAULT_KEEP, check_keep
 from attnlab.training.threads import thread_share
 
@@ -89,6 +91,30 @@ def prune_versions(name: str, keep: int, run_id: str) -> list[str]:
     return [entry["version"] for entry in pruned]
 
 
+def settle(logger: Any, name: str, version: str, decision: Decision, keep: int, run_id: str) -> list[str]:
+    """Tell the decision on ``version``, then prune the versions beyond the newest ``keep``
+    (:func:`prune_versions`); the pruned version numbers."""
+    logger.info("%s version %s %s: %s", name, version, "promoted to champion" if decision.promoted else "not promoted", decision.reason)
+    pruned = prune_versions(name, keep, run_id)
+    if pruned:
+        logger.info("%s: pruned version%s %s (keeping the newest %d, the champion and the previous one)",
+                    name, "s" * (len(pruned) > 1), ", ".join(pruned), keep)  # fmt: skip
+    return pruned
+
+
+def end_failed(exc: BaseException, name: str, undecided: str | None, run_id: str) -> None:
+    """End the retrain run that ``exc`` stopped FAILED or KILLED; record the failure on the
+    ``undecided`` version (registered, no decision yet) when there is one. Best effort: the store
+    may be what failed."""
+    error = f"{type(exc).__name__}: {exc}"
+    client = MlflowClient()
+    with contextlib.suppress(Exception):
+        if undecided is not None:
+            promotion.record_failure(client, name, undecided, run_id, error)
+    with contextlib.suppress(Exception):
+        tracking.end_run(client, run_id, ending_status(exc), error=error)
+
+
 def check_parameters(margin: float, benchmark_size: int, keep: int) -> None:
     """ValueError for a margin outside [0, 1), a benchmark of fewer than one example or a
     ``keep`` below two."""
@@ -112,59 +138,42 @@ def retrain_flow(
     concurrent_runs: int = 1,
     keep: int = DEFAULT_KEEP,
 ) -> dict[str, Any]:
-    """One retrain; its summary (JSON-ready): ``run_id`` (the retrain run), ``seed``,
-    ``challenger`` (the train flow's summary), ``decision`` (see promotion.Decision),
-    ``benchmark`` (run id, size), ``benchmark_overlap`` and ``pruned`` (version numbers).
+    """One retrain; its summary (JSON-ready): ``run_id`` (the retrain run), ``seed``, ``challenger``
+    (the train flow's summary), ``decision`` (see promotion.Decision), ``benchmark`` (run id, size),
+    ``benchmark_overlap`` and ``pruned`` (version numbers).
 
     ``config`` is the base config; its seed is replaced by ``seed`` or, by default, a fresh one
     derived from the flow run's id. ``margin``: the exact-match difference on the benchmark the
     challenger must exceed (0: strictly better). ``benchmark_size`` applies when the registered
-    model has no benchmark yet. ``experiment`` defaults to ``attnlab-<task>``.
-    ``concurrent_runs``: how many runs of the deployment may run at once on this machine; the run
-    takes that share of its cores for torch's threads. ``keep``: versions of the registered model
-    kept after the promotion (see :mod:`attnlab.ops.retention`; at least 2).
+    model has no benchmark yet. ``experiment`` defaults to ``attnlab-<task>``. ``concurrent_runs``:
+    runs of the deployment at once on this machine (each takes that share of its cores for torch's
+    threads). ``keep``: versions kept after the promotion (:mod:`attnlab.ops.retention`; at least 2).
     """
-    from attnlab.flows.train_flow import dataset, train_flow  # by import, also in a served run's process
+    from attnlab.flows.train_flow import train_flow  # by import, also in a served run's process
 
     check_parameters(margin, benchmark_size, keep)
     logger = get_run_logger()
-    threads = thread_share(concurrent_runs)
-    torch.set_num_threads(threads)
-    name = model_name(config.task)
-    experiment = experiment or experiment_name(config.task)
-    tags = flow_run_tags()
-    run_id = start_retrain_run(config.task, experiment, tags)
+    torch.set_num_threads(threads := thread_share(concurrent_runs))
+    name, experiment = model_name(config.task), experiment or experiment_name(config.task)
+    run_id = start_retrain_run(config.task, experiment, tags := flow_run_tags())
     folder = promotion.scratch_folder()
-    version: str | None = None
-    decision = None
+    version, decision = None, None
     try:
-        benchmark = tasks.prepare_benchmark(config, experiment, benchmark_size, folder)
-        seed = fresh_seed() if seed is None else seed
-        if seed == benchmark.seed:  # that seed would train on the benchmark's own examples
-            seed += 1
+        benchmark = model_steps.prepare_benchmark(config, experiment, benchmark_size, folder)
+        seed = challenger_seed(fresh_seed() if seed is None else seed, benchmark.seed)
         challenger = config.model_copy(update={"seed": seed})
-        data = dataset(challenger)
+        data = tasks.dataset(challenger)
         log_retrain_params(run_id, challenger, margin, benchmark, threads, keep)
-        share = tasks.benchmark_overlap(run_id, challenger, benchmark, data)
+        share = model_steps.benchmark_overlap(run_id, challenger, benchmark, data)
         logger.info("challenger seed %d; benchmark %s (%d examples, %.1f%% in the fresh training data); %d torch threads",
                     seed, benchmark.run_id, benchmark.size, 100 * share, threads)  # fmt: skip
         trained = train_flow(config=challenger, experiment=experiment, promote=False, parent_run_id=run_id)  # registers
         version = str(trained["model"]["version"])
-        decision = tasks.promote(name, version, challenger, benchmark, margin, run_id, "retrain")
-        logger.info("%s version %s %s: %s", name, version, "promoted to champion" if decision.promoted else "not promoted", decision.reason)
-        pruned = prune_versions(name, keep, run_id)
-        if pruned:
-            logger.info("%s: pruned version%s %s (keeping the newest %d, the champion and the previous one)",
-                        name, "s" * (len(pruned) > 1), ", ".join(pruned), keep)  # fmt: skip
+        decision = model_steps.promote(name, version, challenger, benchmark, margin, run_id, "retrain")
+        pruned = settle(logger, name, version, decision, keep, run_id)
         tracking.end_run(MlflowClient(), run_id, "FINISHED")
     except BaseException as exc:
-        error = f"{type(exc).__name__}: {exc}"
-        client = MlflowClient()
-        with contextlib.suppress(Exception):  # best effort: the store may be what failed
-            if version is not None and decision is None:
-                promotion.record_failure(client, name, version, run_id, error)
-        with contextlib.suppress(Exception):
-            tracking.end_run(client, run_id, ending_status(exc), error=error)
+        end_failed(exc, name, version if decision is None else None, run_id)
         raise
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -7,12 +7,11 @@ every task input looking for futures: thousands of examples passed by value cost
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 from mlflow import MlflowClient
@@ -22,29 +21,25 @@ from prefect.cache_policies import NO_CACHE
 from attnlab.viz.alignment_plots import offset_chart, training_chart
 from attnlab.model.bundle import load_bundle, save_bundle
 from attnlab.data.cache import cache_root
+from attnlab.data.data_key import data_file_name, task_plugin_version
 from attnlab.lab.config import ExperimentConfig
-from attnlab.lab.names import model_name
-from attnlab.data.datasets import load_splits, save_splits
+from attnlab.data.datasets import data_spec, load_splits, save_splits
+from attnlab.evaluation.example_records import attention_record, heatmap_title, merged_golds
 from attnlab.evaluation.metrics import Evaluation, evaluate
 from attnlab.data.examples import gold_alignments
 from attnlab.training.experiment import prepare_data, train_model
 from attnlab.ops import retry
 from attnlab.viz.explorer import write_explorer
 from attnlab.viz.explorer_data import CURVE_EXAMPLES, PROBE_EXAMPLES, SnapshotRecorder, describe, model_views, run_document
-from attnlab.flows.tracking import registry as model_registry
 from attnlab.flows.services import prefect_watch
-from attnlab.flows.tracking import promote as promotion
 from attnlab.flows.tracking import store
 from attnlab.flows.tracking import runs as tracking
-from attnlab.flows.tracking.benchmark_store import Benchmark, ensure_benchmark
-from attnlab.flows.tracking.promotion_lock import promotion_lock
 from attnlab.flows.tracking.step_log import StepLog
 from attnlab.flows.tracking.errors import TrackingLost
 from attnlab.model.assembly import build_task
 from attnlab.viz.heatmaps import attention_heatmap, head_heatmaps, save_figure
-from attnlab.model.predict import predict
+from attnlab.model.predictor import Predictor
 from attnlab.training.progress import PROGRESS_LOGGER, StepProgress, epoch_line
-from attnlab.ops.promotion import Decision, overlap
 
 #: One line per epoch goes to this logger; the CLI prints it, other callers may attach handlers.
 progress = logging.getLogger(PROGRESS_LOGGER)
@@ -78,10 +73,6 @@ def checkpoint_path(run_id: str) -> Path:
     return cache_root() / "checkpoints" / run_id / "checkpoint.pt"
 
 
-#: Bumped when the data file's layout or generation changes: older files are then not reused.
-DATA_FORMAT = 1
-
-
 def cache_dir() -> Path:
     """Where generated datasets are kept: ``<cache_root>/datasets``."""
     return cache_root() / "datasets"
@@ -90,16 +81,19 @@ def cache_dir() -> Path:
 @task(name="generate-data", cache_policy=NO_CACHE)
 def generate_data(spec: dict[str, Any], plugin: str) -> Path:
     """The train/validation/test splits of ``spec`` (see :func:`attnlab.data.datasets.data_spec`) as a JSON file in
-    :func:`cache_dir`; its path. The file is named by a hash of these inputs and generated once
-    per machine (``plugin`` names the task plugin's distribution and version, so an upgraded
-    plugin regenerates). The cache is a file of this machine's cache folder, not a Prefect result
+    :func:`cache_dir`; its path. The file is named by a hash of these inputs
+    (:func:`attnlab.data.data_key.data_file_name`) and generated once per machine. The cache is a file of this machine's cache folder, not a Prefect result
     record: a Dask worker on another machine keeps its own (Prefect would write its records under
     the submitting machine's PREFECT_HOME, which a worker does not have)."""
-    key = json.dumps([spec, plugin, DATA_FORMAT], sort_keys=True)
-    path = cache_dir() / f"{spec['task']}-{hashlib.sha256(key.encode()).hexdigest()[:20]}.json"
+    path = cache_dir() / data_file_name(spec, plugin)
     if path.exists():
         return path
     return save_splits(path, prepare_data(ExperimentConfig(**spec))[1])
+
+
+def dataset(config: ExperimentConfig) -> Path:
+    """The data file of ``config`` (generated, or kept from an earlier run on the same inputs)."""
+    return generate_data(data_spec(config), task_plugin_version(config.task))
 
 
 @task(name="log-dataset", **LOGGING)
@@ -121,6 +115,18 @@ class Trained:
     snapshots: Path | None = None
 
 
+def tracked_write(where: store.Store, write: Callable[[], object]) -> None:
+    """``write()``; TrackingLost naming the tracking server of ``where`` when it failed because
+    the server stopped answering (the run cannot be tracked any more)."""
+    try:
+        write()
+    except Exception as exc:
+        why = store.unreachable(where)
+        if why is None:
+            raise
+        raise TrackingLost(f"lost the MLflow tracking server {where.tracking_uri} ({why})") from exc
+
+
 @task(name="train", cache_policy=NO_CACHE)
 def train(config: ExperimentConfig, data: Path, run_id: str, workdir: Path) -> Trained:
     """Train, logging every epoch to the progress logger and to MLflow (step = epoch), every step
@@ -136,14 +142,8 @@ def train(config: ExperimentConfig, data: Path, run_id: str, workdir: Path) -> T
     client, where = MlflowClient(), store.resolve_store()
     steps = StepLog(client, run_id)
 
-    def tracked(write) -> None:
-        try:
-            write()
-        except Exception as exc:
-            why = store.unreachable(where)
-            if why is None:
-                raise
-            raise TrackingLost(f"lost the MLflow tracking server {where.tracking_uri} ({why})") from exc
+    def tracked(write: Callable[[], object]) -> None:
+        tracked_write(where, write)
 
     splits = load_splits(data)
     checkpoint = checkpoint_path(run_id)
@@ -201,29 +201,14 @@ def plot_attention(
     attention on ``sources`` and ``weights.json`` with the raw weights, their tokens and the gold
     alignment (``gold``: the one given in ``golds``, else from the test split of the data file
     ``data``; null when unknown), which the heatmaps outline."""
-    config, task_plugin, model = load_bundle(bundle)
-    test_task = build_task(config, split="test") if config.test_task_options else None  # test examples may be longer
+    predictor = Predictor.of(*load_bundle(bundle))  # test examples may be longer than training's
     found = gold_alignments(load_splits(data).test, sources, targets) if data is not None else [None] * len(sources)
-    golds = [given if given is not None else gold for given, gold in zip(golds or [None] * len(sources), found)]
+    golds = merged_golds(golds, found)
     out_dir.mkdir(parents=True, exist_ok=True)
-    records = []
-    predictions = predict(model, task_plugin, sources, test_task=test_task)
+    predictions = predictor.predict(sources)
+    records = [attention_record(p, target, gold) for p, target, gold in zip(predictions, targets, golds)]
     for index, (p, target, gold) in enumerate(zip(predictions, targets, golds)):
-        records.append(
-            {
-                "source": p.source,
-                "target": target,
-                "prediction": p.output,
-                "correct": p.output == target,
-                "source_tokens": p.source_tokens,
-                "output_tokens": p.output_tokens,
-                "weights": p.weights,
-                "head_weights": p.head_weights,
-                "gold": gold,
-            }
-        )
-        mark = "right" if p.output == target else "wrong"
-        title = f"{p.source} -> {p.output} ({mark})"
+        title = heatmap_title(p, target)
         if p.weights is not None:
             save_figure(attention_heatmap(p.weights, p.source_tokens, p.output_tokens, title, gold), out_dir / f"example_{index}.png")
         if p.head_weights is not None:
@@ -286,45 +271,3 @@ def log_results(run_id: str, evaluation: Evaluation, attention_dir: Path, extra:
     tracking.log_folder(client, run_id, attention_dir, "attention")
     if plots_dir is not None:
         tracking.log_folder(client, run_id, plots_dir, "plots")
-
-
-@task(name="register-model", **LOGGING)
-def register_model(run_id: str, bundle: Path, config: ExperimentConfig, test_score: float, examples: list[str]) -> str:
-    """Log the pyfunc model and register it as ``attnlab-<task>``; the new version."""
-    return model_registry.log_and_register_model(MlflowClient(), run_id, bundle, config, test_score, examples)
-
-
-@task(name="log-model", **LOGGING)
-def log_model(run_id: str, bundle: Path, config: ExperimentConfig, examples: list[str]) -> str:
-    """Log the pyfunc model of the run without registering it; its model URI."""
-    return model_registry.log_model(MlflowClient(), run_id, bundle, config, examples)[0]
-
-
-@task(name="prepare-benchmark", **LOGGING)
-def prepare_benchmark(config: ExperimentConfig, experiment: str, size: int, folder: Path) -> Benchmark:
-    """The benchmark of ``attnlab-<task>`` (drawn from ``config`` by its first promotion),
-    downloaded to ``folder``."""
-    client = MlflowClient()
-    experiment_id = tracking.ensure_experiment(client, experiment, store.resolve_store())
-    name = model_name(config.task)
-    return ensure_benchmark(client, name, experiment_id, config, size, folder, lock=promotion_lock(name))
-
-
-@task(name="benchmark-overlap", **LOGGING)
-def benchmark_overlap(run_id: str, config: ExperimentConfig, benchmark: Benchmark, data: Path) -> float:
-    """The share of benchmark examples in the run's training and validation data (metric
-    ``benchmark_overlap``; the task's key decides sameness)."""
-    splits = load_splits(data)
-    share = overlap(benchmark.read().examples, splits.train + splits.validation, build_task(config).key)
-    MlflowClient().log_metric(run_id, "benchmark_overlap", share)
-    return share
-
-
-@task(name="promote", **LOGGING)
-def promote(name: str, version: str, config: ExperimentConfig, benchmark: Benchmark, margin: float, run_id: str | None, command: str) -> Decision:
-    """Score challenger and champion on the benchmark, move the alias if the challenger wins and
-    record the decision (see :mod:`attnlab.flows.tracking.promote`)."""
-    client = MlflowClient()
-    decision = promotion.promote(client, name, version, config, benchmark, margin, lambda: promotion_lock(name))
-    promotion.record_decision(client, run_id, name, decision, benchmark, command)
-    return decision

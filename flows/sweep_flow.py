@@ -10,33 +10,30 @@ tables and figures and ends FINISHED, or FAILED when some combination failed.
 
 from __future__ import annotations
 
-import json
 import logging
 import queue
 import shutil
 import tempfile
-import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mlflow import MlflowClient
-from mlflow.entities import Metric, Param
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
-from attnlab.evaluation.compare import Grid, comparison_table, format_table, grid_configs, run_rows
-from attnlab.viz.compare_plots import accuracy_by_length, attention_side_by_side, learning_curves
+from attnlab.evaluation.compare import Grid, grid_configs
 from attnlab.lab.config import ExperimentConfig
 from attnlab.lab.names import experiment_name
+from attnlab.lab.summaries import finish_line
 from attnlab.data.datasets import load_splits
 from attnlab.data.examples import gold_alignments, pick_probe
-from attnlab.viz.explorer import write_explorer
-from attnlab.viz.explorer_data import model_entry, sweep_document, sweep_examples, sweep_note
+from attnlab.viz.explorer_data import sweep_examples
+from attnlab.flows import sweep_parent
 from attnlab.flows.tracking import store
 from attnlab.flows.tracking import runs as tracking
-from attnlab.flows.flow_runs import ending_status, flow_run_tags, is_interrupt
+from attnlab.flows.flow_runs import ending_status, is_interrupt
 from attnlab.flows.tracking.sweep_reruns import child_runs, settle_children
-from attnlab.flows.train_flow import dataset
-from attnlab.viz.heatmaps import save_figure
+from attnlab.flows.steps import dataset
 
 #: One line per finished combination goes to this logger.
 progress = logging.getLogger("attnlab.sweep")
@@ -74,43 +71,6 @@ def train_combination(
         torch.set_num_threads(threads)
     child = train_flow.with_options(flow_run_name=name)
     return child(config=config, experiment=experiment, register_model=register_models, parent_run_id=parent_run_id, probe=probe, probe_gold=probe_gold, command="sweep", compare=compare, log_model=log_models, example_plots=example_plots)
-
-
-def _start_parent(client: MlflowClient, experiment: str, base: ExperimentConfig, grid: Grid, bands) -> str:
-    experiment_id = tracking.ensure_experiment(client, experiment, store.resolve_store())
-    swept = [dim for dim, values in grid.values.items() if values]
-    # What was swept and when, e.g. "sweep scorer=dot,additive seeds=0,1 12-01 05:19:42" (long
-    # lists are counted, not spelled out); a name already taken in the experiment gets " #2", ...
-    spelled = {dim: grid.values[dim] for dim in swept} | {"seeds": tuple(map(str, grid.seeds))}
-    parts = [f"{dim}={','.join(v) if len(v) <= 4 else f'{len(v)} values'}" for dim, v in spelled.items()]
-    name = base_name = f"sweep {' '.join(parts)} {time.strftime('%m-%d %H:%M:%S')}"
-    parents = client.search_runs([experiment_id], "tags.`attnlab.sweep` = 'parent'", max_results=1000)
-    taken, count = {run.info.run_name for run in parents}, 1
-    while name in taken:
-        count += 1
-        name = f"{base_name} #{count}"
-    tags = {"attnlab.sweep": "parent", **flow_run_tags()}
-    run_id = client.create_run(experiment_id, run_name=name, tags=tags).info.run_id
-    params = {f"grid.{dim}": ",".join(grid.values[dim]) for dim in swept}
-    params["grid.seeds"] = ",".join(map(str, grid.seeds))
-    params["length_bands"] = ",".join(f"{low}-{high}" for low, high in bands) or "-"
-    fixed = {k: v for k, v in tracking.config_params(base).items() if k not in swept and k != "seed"}
-    client.log_batch(run_id, params=[Param(k, v) for k, v in {**params, **fixed}.items()])
-    return run_id
-
-
-def _finish_line(index: int, total: int, result: dict[str, Any]) -> str:
-    head = f"[{index}/{total}] {result['label']} seed {result['seed']}:"
-    if result["status"] != "FINISHED":
-        return f"{head} FAILED: {result['error']}"
-    summary = result["summary"]
-    metrics = summary["metrics"]
-    alignment = metrics.get("test_alignment_accuracy")
-    extra = f"  alignment {alignment:.3f}" if alignment is not None else ""
-    return (
-        f"{head} exact_match {metrics['test_exact_match']:.3f}  char_accuracy {metrics['test_char_accuracy']:.3f}{extra}"
-        f"  ({summary['epochs']} epoch{'s' * (summary['epochs'] != 1)}, {summary['train_seconds']:.1f} s training)"
-    )
 
 
 def _outcome(future, label: str, config: ExperimentConfig) -> dict[str, Any]:
@@ -166,78 +126,8 @@ def _run_all(jobs, experiment, parent_run_id, probes, threads, max_parallel, reg
             continue
         index, label, config = running.pop(done)
         outcomes[index] = _outcome(done, label, config)
-        progress.info(_finish_line(len(outcomes), len(jobs), outcomes[index]))
+        progress.info(finish_line(len(outcomes), len(jobs), outcomes[index]))
     return [outcomes[i] for i in range(len(jobs))]
-
-
-def _log_comparison(
-    client: MlflowClient, parent_run_id: str, results, labels, bands, train_max: dict[str, int], workdir: Path
-) -> dict[str, Any]:
-    """Tables, per-combination metrics and figures on the parent run; what the CLI shows."""
-    runs = run_rows(results, bands)
-    table = comparison_table(runs, labels)
-    client.log_table(parent_run_id, runs, "tables/runs.json")
-    client.log_table(parent_run_id, table, "tables/comparison.json")
-    metrics = [
-        Metric(f"{row['label']}/{column}", float(row[column]), 0, 0)
-        for row in table.to_dict(orient="records")
-        for column in table.columns
-        if column.endswith(("_mean", "_std")) and row[column] == row[column]  # skip NaN
-    ]
-    for start in range(0, len(metrics), 500):
-        client.log_batch(parent_run_id, metrics=metrics[start : start + 500])
-    plots = []
-    for task_name in dict.fromkeys(r["task"] for r in results):
-        finished = {
-            label: [r["summary"] for r in results if r["label"] == label and r["task"] == task_name and r["status"] == "FINISHED"]
-            for label in labels
-            if any(r["label"] == label and r["task"] == task_name for r in results)
-        }
-        if not any(finished.values()):
-            continue  # every run of this task failed: no figure to draw
-        suffix = f"_{task_name}" if len({r["task"] for r in results}) > 1 else ""
-        panels = [(label, summaries[0]["probe"] if summaries else None) for label, summaries in finished.items()]
-        figures = {
-            f"accuracy_by_length{suffix}.png": accuracy_by_length(finished, train_max.get(task_name)),
-            f"learning_curves{suffix}.png": learning_curves(finished),
-            f"attention_by_combination{suffix}.png": attention_side_by_side(panels),
-        }
-        for filename, figure in figures.items():
-            plots.append(save_figure(figure, workdir / filename))
-    tracking.log_folder(client, parent_run_id, workdir, "plots")
-    return {
-        "table": json.loads(table.to_json(orient="records")),
-        "run_table": json.loads(runs.to_json(orient="records")),
-        "text": format_table(table),
-        "plots": [f"plots/{p.name}" for p in plots],
-    }
-
-
-def _log_explorer(
-    client: MlflowClient, parent_run_id: str, results, shared: dict[str, list], data_seeds: dict[str, int], seeds: int, folder: Path
-) -> list[str]:
-    """The parent run's explorer page, ``attention/explorer.html`` (one per task when several:
-    ``explorer_<task>.html``): every finished run on the task's ``shared`` examples (see
-    :func:`attnlab.viz.explorer_data.sweep_document`), drawn from the data of ``data_seeds[task]``;
-    ``seeds``: how many seeds the sweep ran. The artifact paths written."""
-    title = f"attnlab {client.get_run(parent_run_id).info.run_name}"
-    tasks = list(dict.fromkeys(r["task"] for r in results))
-    pages = []
-    for task_name in tasks:
-        models = [
-            model_entry(f"{r['label']} seed {r['seed']}", r["summary"]["compared"], r["summary"]["metrics"])
-            for r in results
-            if r["task"] == task_name and r["status"] == "FINISHED" and r["summary"].get("compared")
-        ]
-        if not models:
-            continue
-        note = sweep_note(len(shared[task_name]), data_seeds[task_name], seeds)
-        filename = f"explorer_{task_name}.html" if len(tasks) > 1 else "explorer.html"
-        write_explorer(sweep_document(title, models, shared[task_name], note), folder / filename)
-        pages.append(f"attention/{filename}")
-    if pages:
-        tracking.log_folder(client, parent_run_id, folder, "attention")
-    return pages
 
 
 def _stop_workers(grace: float = 5.0) -> None:
@@ -291,26 +181,18 @@ def sweep_flow(
     labels = list(dict.fromkeys(label for label, _ in jobs))
     store.check_store(store.use_store())
     client = MlflowClient()
-    parent_run_id = _start_parent(client, experiment, base, grid_, bands)
+    parent_run_id = sweep_parent.start_parent(client, experiment, base, grid_, bands)
     workdir = Path(tempfile.mkdtemp(prefix="attnlab-sweep-"))
     try:
-        data = {config.task: (config.seed, load_splits(dataset(config))) for config in {c.task: c for c in configs}.values()}
-        picked = {name: pick_probe(splits) for name, (_, splits) in data.items()}
-        probes = {name: (probe, gold_alignments(data[name][1].test, [probe[0]], [probe[1]])[0]) for name, (probe, _) in picked.items()}
-        train_max = {name: longest for name, (_, longest) in picked.items()}
-        shared = {name: sweep_examples(splits.test, probes[name][0]) for name, (_, splits) in data.items()}
-        compares = {name: [example.source for example in examples] for name, examples in shared.items()}
-        results = _run_all(jobs, experiment, parent_run_id, probes, threads, max(1, max_parallel), register_models, log_models, compares=compares, example_plots=example_plots)
+        shown = shared_inputs(configs)
+        results = _run_all(jobs, experiment, parent_run_id, shown.probes, threads, max(1, max_parallel), register_models, log_models,
+                           compares=shown.compares, example_plots=example_plots)  # fmt: skip
         settle_children(client, parent_run_id)  # a lost worker's run ends FAILED, its rerun linked
-        comparison = _log_comparison(client, parent_run_id, results, labels, bands, train_max, workdir)
-        data_seeds = {name: seed for name, (seed, _) in data.items()}
-        # After _log_comparison, which uploads all of workdir as plots/.
-        comparison["explorer"] = _log_explorer(client, parent_run_id, results, shared, data_seeds, len(grid_.seeds), workdir / "attention")
+        comparison = sweep_parent.log_comparison(client, parent_run_id, results, labels, bands, shown.train_max, workdir)
+        # After log_comparison, which uploads all of workdir as plots/.
+        comparison["explorer"] = sweep_parent.log_explorer(client, parent_run_id, results, shown.shared, shown.data_seeds, len(grid_.seeds), workdir / "attention")
     except BaseException as exc:
-        if is_interrupt(exc):
-            _stop_workers()
-        _kill_children(client, parent_run_id)
-        tracking.end_run(client, parent_run_id, ending_status(exc), error=f"{type(exc).__name__}: {exc}")
+        _abandon(client, parent_run_id, exc)
         raise
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -329,6 +211,44 @@ def sweep_flow(
         **comparison,
         "promotions": [_promotion(result) for result in results if result["status"] == "FINISHED" and register_models],
     }
+
+
+@dataclass(frozen=True)
+class SharedInputs:
+    """What every run of a task is shown, drawn from the data of its first config's seed
+    (``data_seeds``): the probe ``([source, target], its gold alignment)`` each run plots first,
+    the longest training source (``train_max``), the test examples of the parent's explorer page
+    (``shared``) and their sources (``compares``); each by task."""
+
+    probes: dict[str, tuple[list[str], Any]]
+    train_max: dict[str, int]
+    shared: dict[str, list[Any]]
+    compares: dict[str, list[str]]
+    data_seeds: dict[str, int]
+
+
+def shared_inputs(configs: list[ExperimentConfig]) -> SharedInputs:
+    """The :class:`SharedInputs` of a sweep's ``configs``."""
+    data = {config.task: (config.seed, load_splits(dataset(config))) for config in {c.task: c for c in configs}.values()}
+    picked = {name: pick_probe(splits) for name, (_, splits) in data.items()}
+    probes = {name: (probe, gold_alignments(data[name][1].test, [probe[0]], [probe[1]])[0]) for name, (probe, _) in picked.items()}
+    shared = {name: sweep_examples(splits.test, probes[name][0]) for name, (_, splits) in data.items()}
+    return SharedInputs(
+        probes,
+        {name: longest for name, (_, longest) in picked.items()},
+        shared,
+        {name: [example.source for example in examples] for name, examples in shared.items()},
+        {name: seed for name, (seed, _) in data.items()},
+    )
+
+
+def _abandon(client: MlflowClient, parent_run_id: str, exc: BaseException) -> None:
+    """End a sweep that ``exc`` stopped: its workers stopped (for an interrupt), its running child
+    runs KILLED, the parent run FAILED or KILLED."""
+    if is_interrupt(exc):
+        _stop_workers()
+    _kill_children(client, parent_run_id)
+    tracking.end_run(client, parent_run_id, ending_status(exc), error=f"{type(exc).__name__}: {exc}")
 
 
 def _promotion(result: dict[str, Any]) -> dict[str, Any]:

@@ -92,23 +92,17 @@ def check_inputs(texts: list[str], config: dict | None) -> None:
 
 
 def load_model(model: str | None, uri: str | None):
-    """(uri, config, task plugin, test task plugin or None, Seq2Seq) for --model: a bundle folder
-    or the MLflow model at ``uri``."""
-    from attnlab.model.assembly import build_task
-
+    """(uri, :class:`~attnlab.model.predictor.Predictor`) for --model: a bundle folder or the
+    MLflow model at ``uri``."""
     folder = bundle_folder(model)
     if folder is not None:
         from attnlab.model.bundle import load_bundle
+        from attnlab.model.predictor import Predictor
 
-        config, task_plugin, seq2seq = load_bundle(folder)
-        uri = str(model)
-    else:
-        from attnlab.flows.tracking import registry as model_registry
+        return str(model), Predictor.of(*load_bundle(folder))
+    from attnlab.flows.tracking import registry as model_registry
 
-        python_model = model_registry.load_pyfunc(uri).unwrap_python_model()
-        config, task_plugin, seq2seq = python_model.config, python_model.task, python_model.model
-    test_task = build_task(config, split="test") if config.test_task_options else None
-    return uri, config, task_plugin, test_task, seq2seq
+    return uri, model_registry.load_predictor(uri)
 
 
 def check_outputs(plot: Path | None, html: Path | None, count: int) -> None:
@@ -202,19 +196,12 @@ def predict_file(source: str, model: str | None, task: str, beam: int, json_outp
 
     stream = open_input(source)
     try:
-        uri, config, task_plugin, test_task, seq2seq = load_model(model, None if bundle_folder(model) else open_store(model, task))
-        from attnlab.model.predict import predict as run_predict
-        from attnlab.model.predict import source_issue, source_limit
-
-        longest = source_limit(config)
-
-        def problem_of(text: str) -> str | None:
-            return source_issue(text, task_plugin, seq2seq, longest, test_task)
+        _, predictor = load_model(model, None if bundle_folder(model) else open_store(model, task))
 
         def decode(texts: list[str]) -> list[str]:
-            return [r.output for r in run_predict(seq2seq, task_plugin, texts, longest=longest, test_task=test_task, beam_size=beam)]
+            return [r.output for r in predictor.predict(texts, beam)]
 
-        predict_lines(stream, problem_of, decode, json_output, skip_bad, "stdin" if source == "-" else repr(source))
+        predict_lines(stream, predictor.issue, decode, json_output, skip_bad, "stdin" if source == "-" else repr(source))
     finally:
         stream.close()
 
@@ -266,18 +253,13 @@ def predict(
         uri = None if bundle_folder(model) else open_store(model, task)
         if config is None:  # not read yet: from the bundle folder or the MLflow model
             check_inputs(texts, model_config(model, uri))  # before torch and the model load
-        uri, config, task_plugin, test_task, seq2seq = load_model(model, uri)
-        from attnlab.model.predict import check_sources, source_limit
-        from attnlab.model.predict import predict as run_predict
-
-        longest = source_limit(config)
+        uri, predictor = load_model(model, uri)
         try:
-            check_sources(texts, task_plugin, seq2seq, longest, test_task)
+            results = predictor.predict(texts, beam)
         except ValueError as exc:
             raise UserError(str(exc)) from None
-        results = run_predict(seq2seq, task_plugin, texts, longest=longest, test_task=test_task, beam_size=beam)
         saved = save_heatmaps(plot, results, uri) if plot is not None else []
-        page = write_page(html, seq2seq, texts, uri, config) if html is not None else None
+        page = write_page(html, predictor.model, texts, uri, predictor.config) if html is not None else None
     if json_output:
         payload = {"model": uri, "predictions": [{"source": r.source, "prediction": r.output} for r in results], "plots": saved}
         if page is not None:

@@ -9,7 +9,6 @@ Only the MLflow queries live here; the tables are built by :mod:`attnlab.ops.run
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any, Optional
 
@@ -168,45 +167,31 @@ def _stale(experiment: str | None, task: str | None, end: bool) -> tuple[dict, s
 
 # --------------------------------------------------------------------------- attnlab compare
 
-_RUN_ID = re.compile(r"[0-9a-f]{1,32}")
-
-
 def find_runs(client, store, given: list[str]) -> list:
     """The MLflow runs of ``given`` ids, or of unique prefixes of them (as ``attnlab runs`` shows);
-    one UserError naming every id that matches no run or more than one."""
-    from attnlab.flows.tracking.store import is_missing
+    one UserError naming every id that matches no run or more than one
+    (:func:`attnlab.ops.run_ids.find_runs`)."""
     from mlflow.exceptions import MlflowException
 
-    experiments = None
-    found, unknown, ambiguous = [], [], []
-    for text in given:
-        key = text.strip().lower()
-        if not _RUN_ID.fullmatch(key):
-            unknown.append(text)
-            continue
-        if len(key) == 32:
-            try:
-                found.append(client.get_run(key))
-            except MlflowException as exc:
-                if not is_missing(exc):
-                    raise
-                unknown.append(text)
-            continue
-        if experiments is None:
-            experiments = [e.experiment_id for e in client.search_experiments()]
-        matches = client.search_runs(experiments, f"attributes.run_id LIKE '{key}%'", max_results=2) if experiments else []
-        if len(matches) == 1:
-            found.append(matches[0])
-        else:
-            (ambiguous if matches else unknown).append(text)
-    problems = []
-    if unknown:
-        problems.append(f"no run {', '.join(repr(t) for t in unknown)} in {store.tracking_uri}")
-    if ambiguous:
-        problems.append(f"{', '.join(repr(t) for t in ambiguous)} match(es) several runs: give more characters")
-    if problems:
-        raise UserError("; ".join(problems) + " (list runs with: attnlab runs)")
-    return found
+    from attnlab.flows.tracking.store import is_missing
+    from attnlab.ops import run_ids
+
+    experiments: list[str] = []
+
+    def by_id(key: str):
+        try:
+            return client.get_run(key)
+        except MlflowException as exc:
+            if not is_missing(exc):
+                raise
+            return None
+
+    def by_prefix(key: str) -> list:
+        if not experiments:
+            experiments.extend(e.experiment_id for e in client.search_experiments())
+        return client.search_runs(experiments, run_ids.prefix_filter(key), max_results=2) if experiments else []
+
+    return run_ids.find_runs(given, by_id, by_prefix, store.tracking_uri)
 
 
 def default_inputs(client, run_id: str) -> tuple[list[str], list]:
@@ -226,23 +211,18 @@ def default_inputs(client, run_id: str) -> tuple[list[str], list]:
 def predictions_of(run_ids: list[str], inputs: list[str]) -> list[list]:
     """Each run's model (loaded as ``attnlab predict`` loads ``runs:/<id>/model``) on ``inputs``:
     ``[input][run]`` predictions. UserError naming the run when a model refuses an input."""
-    from attnlab.flows.api import load_run_model
-    from attnlab.model.assembly import build_task
-    from attnlab.model.predict import check_sources, predict, source_limit
+    from attnlab.flows.api import load_run_predictor
 
     by_run = []
     for run_id in run_ids:
         try:
-            config, task, model = load_run_model(run_id)
+            predictor = load_run_predictor(run_id)
         except UserError as exc:
             raise UserError(f"{exc} (a sweep logs its runs' models only with --log-models or --register)") from None
-        longest = source_limit(config)
-        test_task = build_task(config, split="test") if config.test_task_options else None
         try:
-            check_sources(inputs, task, model, longest, test_task)
+            by_run.append(predictor.predict(inputs))
         except ValueError as exc:
-            raise UserError(f"run {run_id} ({config.task}): {exc}") from None
-        by_run.append(predict(model, task, inputs, longest=longest, test_task=test_task))
+            raise UserError(f"run {run_id} ({predictor.config.task}): {exc}") from None
     return [[column[i] for column in by_run] for i in range(len(inputs))]
 
 

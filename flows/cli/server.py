@@ -10,7 +10,6 @@ import os
 import time
 
 import typer
-
 from attnlab.flows.cli.support import fail, sigterm_as_interrupt
 
 PREFECT_PORT = 4200
@@ -24,8 +23,8 @@ def server(
 ) -> None:
     """Start a local Prefect server and MLflow server on 127.0.0.1 (for 'attnlab schedule' on one
     machine); print their URLs and the exports; Ctrl-C stops both."""
-    from attnlab.flows.services import servers
     from attnlab.data.cache import cache_root
+    from attnlab.flows.services import servers
     from attnlab.flows.tracking.store import resolve_store
     from attnlab.lab.service_options import timeout_problem
 

@@ -14,26 +14,9 @@ from typing import Any, Optional
 
 import typer
 
-from attnlab.flows.cli.options import (
-    BatchSize,
-    BeamSize,
-    ConfigFile,
-    ConfigOptions,
-    Decoder,
-    Device,
-    EmbeddingDim,
-    Encoder,
-    Epochs,
-    Experiment,
-    HiddenSize,
-    LearningRate,
-    Scorer,
-    Task,
-    TrainSize,
-    Verbose,
-)
+from attnlab.flows.cli.options import CONFIG_FLAGS, DEFAULT_SOURCE, ConfigSource, Experiment, Verbose, config_command
 from attnlab.flows.cli.server import PREFECT_PORT, server
-from attnlab.flows.cli.support import build_config, check_config, config_flags, quiet, sigterm_as_interrupt, user_errors
+from attnlab.flows.cli.support import build_config, check_config, quiet, sigterm_as_interrupt, user_errors
 from attnlab.flows.tracking.errors import UserError
 from attnlab.ops.retention import DEFAULT_KEEP, keep_problem
 
@@ -129,6 +112,7 @@ def store_env(store) -> dict[str, str]:
     return {"MLFLOW_TRACKING_URI": store.tracking_uri}
 
 
+@config_command(*(field for field in CONFIG_FLAGS if field != "seed"))  # a retrain draws a fresh seed
 def schedule(
     cron: str = typer.Option(..., metavar="'MIN HOUR DAY MONTH WEEKDAY'", help="when to retrain, e.g. '0 3 * * *' (03:00 every day)"),
     timezone: str = typer.Option("UTC", metavar="TZ", help="time zone of the cron expression (IANA name)"),
@@ -140,20 +124,7 @@ def schedule(
     when_busy: str = typer.Option("skip", metavar="skip|queue", help="a tick that finds N runs still going: skip it (its run is cancelled) or queue it"),
     keep: int = typer.Option(DEFAULT_KEEP, metavar="N", help="model versions kept after each run: the newest N (at least 2), the champion and the one before it; "
                              "older ones are deleted from the registry (their runs and files stay)"),  # fmt: skip
-    task: Task = None,
-    scorer: Scorer = None,
-    encoder: Encoder = None,
-    decoder: Decoder = None,
-    epochs: Epochs = None,
-    embedding_dim: EmbeddingDim = None,
-    hidden_size: HiddenSize = None,
-    train_size: TrainSize = None,
-    batch_size: BatchSize = None,
-    learning_rate: LearningRate = None,
-    beam_size: BeamSize = None,
-    device: Device = None,
-    config_file: ConfigFile = None,
-    option: ConfigOptions = [],
+    source: ConfigSource = DEFAULT_SOURCE,
     experiment: Experiment = None,
     verbose: Verbose = False,
 ) -> None:
@@ -162,11 +133,10 @@ def schedule(
     Needs a Prefect server in PREFECT_API_URL (see 'attnlab server')."""
     user_level = os.environ.get("PREFECT_LOGGING_LEVEL")
     quiet(verbose)
-    flags = config_flags(locals())
     with user_errors():
         check_retrain_settings(margin, benchmark_size, keep)
         cron_schedule, busy = check_schedule(cron, timezone), check_busy_policy(max_concurrent, when_busy)
-        config = build_config(config_file, flags, option)
+        config = build_config(source.file, source.flags, source.options)
         url, store = check_surroundings(config, experiment, work_pool)
         when = next_run(cron, timezone)
     os.environ.update(store_env(store))

@@ -12,31 +12,15 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import typer
+
+from attnlab.flows.cli.options import CONFIG_FLAGS
 from attnlab.flows.tracking.errors import UserError
 
 PROG = "attnlab"
 #: When this process started importing the CLI (the train summary's ``timings`` count from here).
 STARTED = time.perf_counter()
-CLI_FIELDS = {
-    "task": "--task",
-    "scorer": "--scorer",
-    "encoder": "--encoder",
-    "decoder": "--decoder",
-    "epochs": "--epochs",
-    "seed": "--seed",
-    "embedding_dim": "--embedding-dim",
-    "hidden_size": "--hidden-size",
-    "train_size": "--train-size",
-    "batch_size": "--batch-size",
-    "learning_rate": "--learning-rate",
-    "beam_size": "--beam-size",
-    "device": "--device",
-}
-
-
-def config_flags(given: dict[str, Any]) -> dict[str, Any]:
-    """The config flags among a command's parameters (its ``locals()``), by config field."""
-    return {key: value for key, value in given.items() if key in CLI_FIELDS}
+#: Config field -> the flag that sets it (``--embedding-dim``), for messages naming a bad value.
+CLI_FIELDS = {field: "--" + field.replace("_", "-") for field in CONFIG_FLAGS}
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:

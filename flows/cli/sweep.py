@@ -18,21 +18,7 @@ from urllib.parse import urlsplit
 
 import typer
 
-from attnlab.flows.cli.options import (
-    ConfigFile,
-    ConfigOptions,
-    Decoders,
-    Encoders,
-    Epochs,
-    Experiment,
-    HiddenSize,
-    JsonOutput,
-    LearningRate,
-    Scorers,
-    Tasks,
-    TrainSize,
-    Verbose,
-)
+from attnlab.flows.cli.options import DEFAULT_SOURCE, ConfigSource, Decoders, Encoders, Experiment, JsonOutput, Scorers, Tasks, Verbose, config_command
 from attnlab.flows.cli.support import build_config, check_config, fail, interrupts_quietly, progress_handler, quiet, user_errors
 from attnlab.flows.tracking.errors import UserError
 from attnlab.lab.output_paths import check_output_folder
@@ -87,18 +73,14 @@ def task_runner(runner: str, max_parallel: int, dask_address: str | None):
     return DaskTaskRunner(cluster_kwargs={"n_workers": max_parallel, "threads_per_worker": 1, "processes": True, "dashboard_address": None})
 
 
+@config_command("epochs", "train_size", "hidden_size", "learning_rate")
 def sweep(
     task: Tasks = None,
     scorer: Scorers = None,
     encoder: Encoders = None,
     decoder: Decoders = None,
     seeds: str = typer.Option("0", metavar="N,N,...", help="seeds; each combination trains once per seed"),
-    epochs: Epochs = None,
-    train_size: TrainSize = None,
-    hidden_size: HiddenSize = None,
-    learning_rate: LearningRate = None,
-    config_file: ConfigFile = None,
-    option: ConfigOptions = [],
+    source: ConfigSource = DEFAULT_SOURCE,
     max_parallel: Optional[int] = typer.Option(None, metavar="N", help="runs at once (default: one per CPU core; all runs on an existing Dask cluster)"),
     runner: str = typer.Option("process", metavar="|".join(RUNNERS), help="process pool, thread pool, or Dask (prefect-dask)"),
     dask_address: Optional[str] = typer.Option(None, metavar="tcp://HOST:PORT", help="an existing Dask scheduler (default: a local cluster)"),
@@ -125,9 +107,7 @@ def sweep(
         summary = run_sweep(
             grid_text={"task": task, "scorer": scorer, "encoder": encoder, "decoder": decoder},
             seeds_text=seeds,
-            flags={"epochs": epochs, "train_size": train_size, "hidden_size": hidden_size, "learning_rate": learning_rate},
-            config_file=config_file,
-            options=option,
+            source=source,
             max_parallel=max_parallel,
             runner=runner,
             dask_address=dask_address,
@@ -140,6 +120,8 @@ def sweep(
         )
         if save_plots is not None:
             summary["saved_plots"] = copy_plots(summary["parent_run_id"], save_plots)
+    from attnlab.lab.summaries import format_sweep
+
     if json_output:
         typer.echo(json.dumps(summary, default=str, ensure_ascii=False))
     else:
@@ -164,37 +146,10 @@ def copy_plots(parent_run_id: str, folder: Path) -> list[str]:
             raise UserError(f"--save-plots {str(folder)!r} cannot be written: {exc.strerror or exc}") from None
 
 
-def format_sweep(summary: dict[str, Any]) -> str:
-    """The comparison table and where the sweep's results are."""
-    failed = f", {summary['failed']} failed" if summary["failed"] else ""
-    return "\n".join(
-        [
-            summary["text"],
-            "",
-            f"sweep run {summary['parent_run_id']} in experiment {summary['experiment']}: "
-            f"{summary['run_count']} runs of {summary['combinations']} combinations{failed}",
-            f"plots (artifacts of the sweep run): {', '.join(summary['plots'])}",
-            *([f"copied to: {', '.join(summary['saved_plots'])}"] if summary.get("saved_plots") else []),
-            *promotion_lines(summary),
-        ]
-    )
-
-
-def promotion_lines(summary: dict[str, Any]) -> list[str]:
-    """One line per registered run of a ``--register`` sweep: its version and the decision."""
-    lines = []
-    for run in summary.get("promotions", []):
-        verdict = "champion" if run["promoted"] else "not promoted"
-        lines.append(f"{run['label']} seed {run['seed']}: {run['model']} version {run['version']} {verdict}: {run['reason']}")
-    return lines
-
-
 def run_sweep(
     grid_text: dict[str, str | None],
     seeds_text: str,
-    flags: dict[str, Any],
-    config_file: Path | None,
-    options: list[str],
+    source: ConfigSource,
     max_parallel: int | None,
     runner: str,
     dask_address: str | None,
@@ -206,21 +161,71 @@ def run_sweep(
     example_plots: bool = False,
 ) -> dict[str, Any]:
     """Check everything, then run the sweep flow on the chosen runner; its summary."""
+    check_runner(runner, dask_address, max_parallel)
+    grid = {dim: names for dim, text in grid_text.items() if (names := parse_names(dim, text))}
+    seeds = parse_seeds(seeds_text)
+    bands = parse_bands(bands_text)
+    base, configs = checked_configs(grid, seeds, source, experiment, dask_address)
+    from attnlab.flows.services.prefect_server import share_with_workers, start_in_background, without_heartbeats
+    from attnlab.ops.sweep_workers import sweep_workers
+
+    server = start_in_background()  # boots while the store is checked and the flow imported
+    workers = sweep_workers(len(configs), max_parallel, remote=bool(dask_address))
+    from attnlab.flows.tracking import store
+
+    store.check_store(store.resolve_store())
+    from attnlab.flows.sweep_flow import sweep_flow
+
+    if server is not None and not server.wait():
+        server = None  # Prefect has an API URL of its own
+    share_with_workers()
+    typer.echo(
+        f"sweep: {len(configs)} runs ({len(configs) // len(seeds)} combinations x {len(seeds)} seeds) on {base.task}, "
+        f"{workers.parallel} at a time on the {runner} runner{f' at {dask_address}' if dask_address else ''}",
+        err=True,
+    )
+    # Worker processes read it when they start: the sweep reports each run's outcome itself, so
+    # their Prefect logs (crash reports of an interrupted run included) stay quiet.
+    workers_quiet = _environ("PREFECT_LOGGING_LEVEL", "CRITICAL") if not verbose else nullcontext()
+    handler = progress_handler("attnlab.sweep")
+    try:
+        with interrupts_quietly(), workers_quiet, without_heartbeats() if server is not None else nullcontext():
+            flow = sweep_flow.with_options(task_runner=task_runner(runner, workers.parallel, dask_address))
+            return flow(
+                base=base, grid=grid, seeds=seeds, experiment=experiment, max_parallel=workers.parallel, threads=workers.threads,
+                bands=bands, register_models=register, log_models=log_models, example_plots=example_plots,
+            )  # fmt: skip
+    except KeyboardInterrupt:
+        raise fail("interrupted: the sweep run and its unfinished runs ended KILLED", 130) from None
+    finally:
+        logging.getLogger("attnlab.sweep").removeHandler(handler)
+
+
+def check_runner(runner: str, dask_address: str | None, max_parallel: int | None) -> None:
+    """UserError for an unknown runner, a Dask address without Dask, or fewer than one run at once."""
     if runner not in RUNNERS:
         raise UserError(f"--runner {runner!r}: choose one of {', '.join(RUNNERS)}")
     if dask_address and runner != "dask":
         raise UserError("--dask-address needs --runner dask")
     if max_parallel is not None and max_parallel < 1:
         raise UserError(f"--max-parallel {max_parallel}: give at least 1")
-    grid = {dim: names for dim, text in grid_text.items() if (names := parse_names(dim, text))}
-    seeds = parse_seeds(seeds_text)
-    bands = parse_bands(bands_text)
-    from attnlab.evaluation.compare import Grid, grid_configs  # torch and pandas: after the names are checked
 
-    base = build_config(config_file, {**flags, **{dim: names[0] for dim, names in grid.items()}}, options)
-    configs = grid_configs(base, Grid({dim: tuple(names) for dim, names in grid.items()}, tuple(seeds)))
+
+def checked_configs(
+    grid: dict[str, list[str]],
+    seeds: list[int],
+    source: ConfigSource,
+    experiment: str | None,
+    dask_address: str | None,
+) -> tuple[Any, list[Any]]:
+    """(the base config, every run's config), each combination checked as ``attnlab train`` checks
+    its config, and the Dask cluster (when given) checked to reach the stores; UserError naming
+    the combination for the first problem."""
+    from attnlab.evaluation.compare import Grid, grid_configs  # torch and pandas: after the names are checked
     from attnlab.flows.cli.train import check_start
 
+    base = build_config(source.file, {**source.flags, **{dim: names[0] for dim, names in grid.items()}}, source.options)
+    configs = grid_configs(base, Grid({dim: tuple(names) for dim, names in grid.items()}, tuple(seeds)))
     check_start(base, experiment, device=not dask_address)  # a cluster's workers may have the device
     for config in {(c.task, c.scorer, c.encoder, c.decoder): c for c in configs}.values():
         try:
@@ -230,45 +235,7 @@ def run_sweep(
     if dask_address:
         check_dask_address(dask_address)
         check_cluster_stores(dask_address)
-    from attnlab.flows.services.prefect_server import share_with_workers, start_in_background, without_heartbeats
-
-    server = start_in_background()  # boots while the store is checked and the flow imported
-    # An existing cluster sizes itself: by default every run is handed to it at once.
-    parallel = max_parallel or (len(configs) if dask_address else min(len(configs), os.cpu_count() or 1))
-    # Local workers share this machine's cores; a remote cluster sizes its own workers.
-    from attnlab.training.threads import thread_share
-
-    threads = None if dask_address else thread_share(min(parallel, len(configs)))
-
-    from attnlab.flows.tracking import store
-
-    store.check_store(store.resolve_store())
-    from attnlab.flows.sweep_flow import sweep_flow
-
-    if server is not None and not server.wait():
-        server = None  # Prefect has an API URL of its own
-    share_with_workers()
-
-    typer.echo(
-        f"sweep: {len(configs)} runs ({len(configs) // len(seeds)} combinations x {len(seeds)} seeds) on {base.task}, "
-        f"{parallel} at a time on the {runner} runner{f' at {dask_address}' if dask_address else ''}",
-        err=True,
-    )
-    # Worker processes read it when they start: the sweep reports each run's outcome itself, so
-    # their Prefect logs (crash reports of an interrupted run included) stay quiet.
-    workers_quiet = _environ("PREFECT_LOGGING_LEVEL", "CRITICAL") if not verbose else nullcontext()
-    handler = progress_handler("attnlab.sweep")
-    try:
-        with interrupts_quietly(), workers_quiet, without_heartbeats() if server is not None else nullcontext():
-            flow = sweep_flow.with_options(task_runner=task_runner(runner, parallel, dask_address))
-            return flow(
-                base=base, grid=grid, seeds=seeds, experiment=experiment, max_parallel=parallel, threads=threads, bands=bands, register_models=register,
-                log_models=log_models, example_plots=example_plots,
-            )
-    except KeyboardInterrupt:
-        raise fail("interrupted: the sweep run and its unfinished runs ended KILLED", 130) from None
-    finally:
-        logging.getLogger("attnlab.sweep").removeHandler(handler)
+    return base, configs
 
 
 @contextmanager

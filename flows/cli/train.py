@@ -7,35 +7,14 @@ import json
 import logging
 import time
 from contextlib import contextmanager, nullcontext
-from pathlib import Path
 from typing import Any, Iterator
 
 import typer
 
-from attnlab.flows.cli.options import (
-    BatchSize,
-    BeamSize,
-    ConfigFile,
-    ConfigOptions,
-    Decoder,
-    Device,
-    EmbeddingDim,
-    Encoder,
-    Epochs,
-    Experiment,
-    HiddenSize,
-    JsonOutput,
-    LearningRate,
-    Scorer,
-    Seed,
-    Task,
-    TrainSize,
-    Verbose,
-)
+from attnlab.flows.cli.options import DEFAULT_SOURCE, ConfigSource, Experiment, JsonOutput, Verbose, config_command
 from attnlab.flows.cli.support import (
     STARTED,
     build_config,
-    config_flags,
     check_config,
     fail,
     interrupts_quietly,
@@ -95,75 +74,9 @@ def check_start(config, experiment: str | None, device: bool = True) -> None:
         raise UserError(problem)
 
 
-def attention_lines(metrics: dict[str, float]) -> list[str]:
-    """The summary's lines on the alignment measures and the erasure tests (``test_*`` metrics),
-    each only when its metrics are there (a scorer that does not attend has neither)."""
-    lines = []
-    if "test_alignment_offset_mode" in metrics:
-        lines.append(
-            f"alignment: within one {metrics['test_alignment_within_one']:.4f}  "
-            f"offset mode {metrics['test_alignment_offset_mode']:+.0f}  "
-            f"shifted by the mode {metrics['test_alignment_shifted_accuracy']:.4f}  "
-            f"error rate (AER) {metrics['test_alignment_error_rate']:.4f}"
-        )
-    probes = [p for p in ("top", "random", "gold") if f"test_erasure_flip_{p}" in metrics]
-    if probes:
-        flips = "  ".join(f"{p} {metrics[f'test_erasure_flip_{p}']:.4f}" for p in probes)
-        drops = "  ".join(f"{p} {metrics[f'test_erasure_drop_{p}']:.4f}" for p in probes)
-        examples = metrics.get("test_erasure_examples")
-        sample = f" ({examples:.0f} test examples)" if examples is not None else ""
-        lines.append(f"erasure{sample}: flip rate {flips};  probability drop {drops}")
-    return lines
-
-
-def format_summary(summary: dict[str, Any]) -> str:
-    """The human summary of a train run (the JSON summary's main fields)."""
-    metrics = summary["metrics"]
-    names = ("exact_match", "char_accuracy", "alignment_accuracy", "attention_entropy")
-    shown = "  ".join(f"{name} {metrics['test_' + name]:.4f}" for name in names if "test_" + name in metrics)
-    model = summary["model"]
-    decision = model.get("decision")
-    if decision is None:
-        verdict = "registered, not promoted"
-    elif decision.get("champion_unusable"):
-        verdict = f"not promoted: version {model['champion_version']} holds the alias but cannot be loaded (see the error line)"
-    elif model["champion"]:
-        verdict = f"new champion: {decision['reason']}"
-    else:
-        holder = f"version {model['champion_version']} keeps the alias" if model["champion_version"] else "no champion"
-        verdict = f"not champion ({holder}): {decision['reason']}"
-    benchmark = summary["model"].get("benchmark")
-    where = f" on the benchmark ({benchmark['size']} examples, run {benchmark['run_id']})" if benchmark else ""
-    early = ", stopped early" if summary["stopped_early"] else ""
-    return "\n".join(
-        [
-            f"run {summary['run_id']} FINISHED in experiment {summary['experiment']}: "
-            f"{summary['epochs']} epoch(s), {summary['train_seconds']:.1f} s training{early}",
-            f"test:  {shown}",
-            *attention_lines(metrics),
-            f"model: {model['name']} version {model['version']} ({model['uri']})",
-            f"promotion{where}: {verdict}",
-            f"open the MLflow UI: {summary['ui']}",
-        ]
-    )
-
-
+@config_command()
 def train(
-    task: Task = None,
-    scorer: Scorer = None,
-    encoder: Encoder = None,
-    decoder: Decoder = None,
-    epochs: Epochs = None,
-    seed: Seed = None,
-    embedding_dim: EmbeddingDim = None,
-    hidden_size: HiddenSize = None,
-    train_size: TrainSize = None,
-    batch_size: BatchSize = None,
-    learning_rate: LearningRate = None,
-    beam_size: BeamSize = None,
-    device: Device = None,
-    config_file: ConfigFile = None,
-    option: ConfigOptions = [],
+    source: ConfigSource = DEFAULT_SOURCE,
     experiment: Experiment = None,
     json_output: JsonOutput = False,
     verbose: Verbose = False,
@@ -187,9 +100,10 @@ def train(
     with their defaults and types.
     """
     quiet(verbose)
-    flags = config_flags(locals())
     with user_errors():
-        summary = run_training(config_file, flags, option, experiment, verbose, json_output)
+        summary = run_training(source, experiment, verbose, json_output)
+    from attnlab.lab.summaries import format_summary, unusable_champion
+
     if json_output:
         typer.echo(json.dumps(summary, default=str, ensure_ascii=False))
     else:
@@ -199,22 +113,8 @@ def train(
         raise fail(problem, 1)
 
 
-def unusable_champion(summary: dict[str, Any]) -> str | None:
-    """The error line of a run whose promotion found the champion unusable, or None."""
-    model = summary["model"]
-    why = (model.get("decision") or {}).get("champion_unusable")
-    if not why:
-        return None
-    return (
-        f"the champion of {model['name']} (version {model['champion_version']}) cannot be loaded: {why}; "
-        f"version {model['version']} was registered but not promoted; repair the champion, or in the MLflow UI "
-        f"(Models > {model['name']}) move the alias 'champion' to a usable version or delete it"
-    )
-
 def run_training(
-    config_file: Path | None,
-    flags: dict[str, Any],
-    options: list[str],
+    source: ConfigSource,
     experiment: str | None,
     verbose: bool = False,
     json_output: bool = False,
@@ -227,9 +127,9 @@ def run_training(
 
     watch = Stopwatch(imports=time.perf_counter() - STARTED)
     with watch("check"):
-        config = build_config(config_file, flags, options)  # a bad value is refused before anything starts
+        config = build_config(source.file, source.flags, source.options)  # a bad value is refused before anything starts
     with watch("prefect_start"):
-        from attnlab.flows.services.prefect_server import start_in_background, without_heartbeats
+        from attnlab.flows.services.prefect_server import start_in_background
 
         server = start_in_background()  # boots while torch, MLflow and Prefect are imported here
     with watch("check"):
@@ -240,11 +140,7 @@ def run_training(
         store = resolve_store()
         check_store(store)  # an unreachable server is reported before training
     with watch("imports"):
-        from attnlab.ops.faults import causes
-        from attnlab.flows.services import prefect_watch
-        from attnlab.flows.tracking.errors import UserError
-        from attnlab.flows.train_flow import train_flow
-        from attnlab.training.loop import TrainingDiverged
+        from attnlab.flows.train_flow import train_flow  # noqa: F401  imported while Prefect boots
 
         if server is not None:
             preload()
@@ -259,11 +155,33 @@ def run_training(
     )
     if config.compile_loops:
         typer.echo("compile_loops: the first batches compile the GRU loops (tens of seconds)", err=True)
+    with watch("flow"):
+        summary = run_flow(config, experiment, server, verbose, json_output)
+    watch.seconds["total"] = time.perf_counter() - STARTED
+    summary["ui"] = ui_hint(store)
+    summary["timings"] = {
+        **{key: round(value, 2) for key, value in watch.seconds.items()},
+        "steps": summary.pop("step_seconds", {}),
+    }
+    return summary
+
+
+def run_flow(config, experiment: str | None, server, verbose: bool, json_output: bool) -> dict[str, Any]:
+    """The train flow's summary, its progress shown on stderr while it runs (``server``: the
+    Prefect server this command started, watched meanwhile; None when there is none); one line
+    and an exit status for a diverged training (1), a user's mistake (2) or an interrupt (130)."""
+    from attnlab.flows.services import prefect_watch
+    from attnlab.flows.services.prefect_server import without_heartbeats
+    from attnlab.flows.tracking.errors import UserError
+    from attnlab.flows.train_flow import train_flow
+    from attnlab.ops.faults import causes
+    from attnlab.training.loop import TrainingDiverged
+
     handler = progress_handler(steps=True, json_output=json_output)
     try:
-        with watch("flow"), interrupts_quietly(), failures_quietly(verbose), without_heartbeats() if server is not None else nullcontext():
+        with interrupts_quietly(), failures_quietly(verbose), without_heartbeats() if server is not None else nullcontext():
             with prefect_watch.watching(server.process if server is not None else None, verbose):
-                summary = train_flow(config=config, experiment=experiment)
+                return train_flow(config=config, experiment=experiment)
     except TrainingDiverged as exc:
         raise fail(f"training diverged: {exc}", 1) from None
     except Exception as exc:
@@ -281,10 +199,3 @@ def run_training(
         logging.getLogger("attnlab.progress").removeHandler(handler)
         logging.getLogger("attnlab.training.progress.steps").setLevel(logging.NOTSET)
         handler.close()
-    watch.seconds["total"] = time.perf_counter() - STARTED
-    summary["ui"] = ui_hint(store)
-    summary["timings"] = {
-        **{key: round(value, 2) for key, value in watch.seconds.items()},
-        "steps": summary.pop("step_seconds", {}),
-    }
-    return summary

@@ -139,6 +139,12 @@ def resolve_model_uri(model: str | None, task: str) -> str:
     return f"models:/{model_name(task)}@{CHAMPION}" if model is None else check_model_uri(model)
 
 
+def load_predictor(uri: str):
+    """The :class:`~attnlab.model.predictor.Predictor` of the attnlab model at ``uri``, loaded and
+    refused as :func:`load_pyfunc` loads and refuses it."""
+    return load_pyfunc(uri).unwrap_python_model().predictor
+
+
 def load_pyfunc(uri: str):
     """The attnlab pyfunc model at ``uri``; UserError when there is none (no registered model,
     no champion yet, unknown run or version), and when loading it would run code other than

@@ -1,5 +1,5 @@
 """A train run logs the alignment measures and erasure tests: metrics, the offset table, the
-offset chart, and the CLI summary's lines about them."""
+offset chart, and the CLI summary's lines about them (the lines themselves: tests/components/test_summaries.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from attnlab.flows.cli.train import attention_lines, format_summary
+from attnlab.lab.summaries import format_summary
 
 from _flowkit import client_for
 
@@ -38,18 +38,3 @@ def test_a_run_logs_the_measures_the_offset_table_and_chart(learned_store):
     text = format_summary({**summary, "ui": "http://ui"})
     assert f"within one {metrics['test_alignment_within_one']:.4f}" in text
     assert f"erasure (100 test examples): flip rate top {metrics['test_erasure_flip_top']:.4f}" in text
-
-
-def test_the_summary_leaves_out_what_a_scorer_without_attention_lacks():
-    assert attention_lines({"test_exact_match": 1.0}) == []
-    lines = attention_lines({
-        "test_alignment_within_one": 0.97, "test_alignment_offset_mode": 1.0, "test_alignment_shifted_accuracy": 0.96,
-        "test_alignment_error_rate": 0.97, "test_erasure_examples": 500.0, "test_erasure_flip_top": 0.25,
-        "test_erasure_flip_random": 0.0, "test_erasure_flip_gold": 0.5, "test_erasure_drop_top": 0.3,
-        "test_erasure_drop_random": -0.001, "test_erasure_drop_gold": 0.4,
-    })  # fmt: skip
-    assert lines == [
-        "alignment: within one 0.9700  offset mode +1  shifted by the mode 0.9600  error rate (AER) 0.9700",
-        "erasure (500 test examples): flip rate top 0.2500  random 0.0000  gold 0.5000;  "
-        "probability drop top 0.3000  random -0.0010  gold 0.4000",
-    ]

@@ -1,18 +1,15 @@
 """The attention explorer page where it is logged or written: every train run
-(``attention/explorer.html``, with the snapshots of every epoch), a sweep's parent run (every
-combination on the same inputs) and ``attnlab predict --html``."""
+(``attention/explorer.html``, with the snapshots of every epoch) and ``attnlab predict --html``
+(a sweep's parent page: tests/components/test_sweep_results.py)."""
 
 from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
-from attnlab.flows import sweep_flow
 from attnlab.flows.cli import app as cli
 
 from _flowkit import assert_one_line_error, client_for
@@ -121,56 +118,3 @@ def test_predict_reports_a_page_it_could_not_write_in_one_line(capsys, tmp_path,
     _, err = capsys.readouterr()
     assert code == 2
     assert_one_line_error(err, "--html", "cannot be written")
-
-
-class _Client:
-    """Takes what _log_explorer writes to the parent run."""
-
-    def __init__(self, keep: Path) -> None:
-        self.keep = keep
-        self.uploaded: list[tuple[str, str]] = []
-
-    def get_run(self, run_id):
-        return SimpleNamespace(info=SimpleNamespace(run_name="sweep scorer=dot,additive seeds=0"))
-
-    def log_artifacts(self, run_id, folder, artifact_path) -> None:
-        shutil.copytree(folder, self.keep / artifact_path, dirs_exist_ok=True)
-        self.uploaded.append((run_id, artifact_path))
-
-
-def test_a_sweep_parent_page_shows_every_finished_run_on_the_same_inputs(tmp_path):
-    from attnlab.lab.config import ExperimentConfig
-    from attnlab.data.splits import make_splits
-    from attnlab.viz.explorer_data import model_views, sweep_examples
-    from attnlab.model.assembly import build_model, build_task
-
-    base = ExperimentConfig(task="reverse", hidden_size=16, embedding_dim=8)
-    task = build_task(base)
-    splits = make_splits(task, (50, 10, 30), 0)
-    probe = [splits.test[7].source, splits.test[7].target]
-    shared = sweep_examples(splits.test, probe, count=5)
-    assert [ex.source for ex in shared][:1] == [probe[0]] and len(shared) == 6
-    results = []
-    for scorer in ("dot", "additive", "none"):
-        config = base.model_copy(update={"scorer": scorer})
-        compared = model_views(build_model(config, task), [ex.source for ex in shared])
-        summary = {"metrics": {"test_exact_match": 0.0}, "compared": compared}
-        results.append({"label": scorer, "seed": 0, "task": "reverse", "status": "FINISHED", "summary": summary})
-    results.append({"label": "general", "seed": 0, "task": "reverse", "status": "FAILED", "error": "RuntimeError: boom"})
-    client = _Client(tmp_path / "logged")
-    pages = sweep_flow._log_explorer(client, "parent", results, {"reverse": shared}, {"reverse": 0}, 1, tmp_path / "work")
-    assert pages == ["attention/explorer.html"] and client.uploaded == [("parent", "attention")]
-    document = embedded(tmp_path / "logged" / "attention" / "explorer.html")
-    assert document["title"] == "attnlab sweep scorer=dot,additive seeds=0"
-    assert [m["name"] for m in document["models"]] == ["dot seed 0", "additive seed 0", "none seed 0"]
-    sources = [["".join(e["source_tokens"]) for e in m["examples"]] for m in document["models"]]
-    assert sources[0] == sources[1] == sources[2] and sorted(sources[0]) == sorted(ex.source for ex in shared)
-    targets = {ex.source: ex.target for ex in shared}
-    for model in document["models"]:
-        assert all(e["target"] == targets["".join(e["source_tokens"])] for e in model["examples"])
-    assert [m["views"] for m in document["models"]] == [["average"], ["average"], []]
-    assert document["note"].startswith("every combination on the same 6 test examples")
-    # no finished run: no page, nothing uploaded
-    nothing = _Client(tmp_path / "none")
-    assert sweep_flow._log_explorer(nothing, "parent", results[3:], {"reverse": shared}, {"reverse": 0}, 1, tmp_path / "w2") == []
-    assert nothing.uploaded == []

@@ -69,13 +69,13 @@ def test_new_and_old_experiments_become_model_training_experiments_with_the_view
 def test_two_sweeps_of_one_grid_get_distinct_readable_parent_names(empty_store, monkeypatch):
     from attnlab.evaluation.compare import Grid
     from attnlab.lab.config import ExperimentConfig
-    from attnlab.flows import sweep_flow
+    from attnlab.flows import sweep_parent
 
     client = client_for(empty_store)
     grid = Grid(values={"scorer": ("dot", "additive"), "encoder": ("gru",)}, seeds=(0, 1))
     wide = Grid(values={"scorer": ("none", "dot", "scaled_dot", "general", "additive")}, seeds=(0,))
-    monkeypatch.setattr(sweep_flow.time, "strftime", lambda fmt, *when: "12-01 05:19:42")  # one second
-    runs = [sweep_flow._start_parent(client, "sweeps", ExperimentConfig(), g, ()) for g in (grid, grid, wide)]
+    monkeypatch.setattr(sweep_parent.time, "strftime", lambda fmt, *when: "12-01 05:19:42")  # one second
+    runs = [sweep_parent.start_parent(client, "sweeps", ExperimentConfig(), g, ()) for g in (grid, grid, wide)]
     names = [client.get_run(run_id).info.run_name for run_id in runs]
     assert names == [
         "sweep scorer=dot,additive encoder=gru seeds=0,1 12-01 05:19:42",

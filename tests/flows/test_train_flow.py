@@ -258,7 +258,7 @@ def test_data_generation_is_cached_on_its_inputs_and_passed_as_a_file():
 def test_test_task_options_change_the_data():
     from prefect import flow
 
-    from attnlab.flows.train_flow import dataset
+    from attnlab.flows.steps import dataset
 
     base = dict(task="reverse", train_size=20, validation_size=5, test_size=5, task_options={"min_length": 3, "max_length": 5})
     plain = ExperimentConfig(**base)
@@ -272,7 +272,7 @@ def test_test_task_options_change_the_data():
 def test_a_deleted_data_file_is_generated_again():
     from prefect import flow
 
-    from attnlab.flows.train_flow import dataset
+    from attnlab.flows.steps import dataset
 
     config = ExperimentConfig(**{**TINY, "seed": 99})
     first = flow(lambda: dataset(config), name="data-once")()

@@ -1,0 +1,27 @@
+"""How many runs of a sweep train at once, and how many torch threads each takes."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from attnlab.training.threads import thread_share
+
+
+@dataclass(frozen=True)
+class Workers:
+    """``parallel``: runs at once; ``threads``: torch threads per run (None: torch's default, for
+    a remote cluster that sizes its own workers)."""
+
+    parallel: int
+    threads: int | None
+
+
+def sweep_workers(runs: int, max_parallel: int | None, remote: bool, cores: int | None = None) -> Workers:
+    """The workers of a sweep of ``runs`` runs. ``max_parallel`` (the user's, when given) wins;
+    else an existing (``remote``) cluster is handed every run at once, and this machine runs one
+    per core (``cores``; default: this machine's), never more than there are runs. Local runs share
+    the cores equally (:func:`attnlab.training.threads.thread_share`)."""
+    cores = cores if cores is not None else (os.cpu_count() or 1)
+    parallel = max_parallel or (runs if remote else min(runs, cores))
+    return Workers(parallel, None if remote else thread_share(min(parallel, runs), cores))
