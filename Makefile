@@ -30,12 +30,15 @@ run: setup
 ui: setup
 	$(VENV)/bin/attnlab ui
 
+# The whole suite (what CI runs): 4 workers, as many tests wait on servers and subprocesses; a
+# test file stays on one worker, so its module fixtures (a trained model, a server) are built once.
 test: setup
-	PYTHONUNBUFFERED=1 $(VENV)/bin/python -m pytest
+	PYTHONUNBUFFERED=1 $(VENV)/bin/python -m pytest -n 4 --dist loadfile
 
-# The edit loop: unit tests only (no Prefect, no MLflow server, no real training).
+# The edit loop: unit tests only (no Prefect, no MLflow, no training beyond a few steps);
+# tests/flows is not even collected.
 test-fast: $(VENV)/.installed
-	PYTHONUNBUFFERED=1 $(VENV)/bin/python -m pytest -m "not slow and not flows" -n 2
+	PYTHONUNBUFFERED=1 $(VENV)/bin/python -m pytest -m "not slow and not flows" -n 2 --ignore=tests/flows
 
 # Lint, format and types: zero findings.
 check: $(VENV)/.installed

@@ -1,7 +1,12 @@
-"""Shared fixtures: tiny sizes, fixed seeds, and throw-away plugin distributions."""
+"""Shared fixtures: tiny sizes, fixed seeds, and throw-away plugin distributions. The run's own
+homes and its reaper: _testrun.py."""
 
 from __future__ import annotations
 
+# First: the run's homes are set before anything imports prefect or mlflow; the reaper's hooks.
+from _testrun import pytest_configure, pytest_unconfigure  # noqa: F401
+
+# isort: split
 import os
 import subprocess
 import sys
@@ -29,7 +34,7 @@ def read_only_folder(tmp_path: Path):
         yield folder
         folder.chmod(0o755)
         return
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,ro", "tmpfs", str(folder)], capture_output=True).returncode:
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,ro", "tmpfs", str(folder)], check=False, capture_output=True).returncode:
         pytest.skip("a read-only folder for root needs mount (a read-only tmpfs), which is not allowed here")
     yield folder
     subprocess.run(["umount", str(folder)], check=True)

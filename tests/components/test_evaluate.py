@@ -60,6 +60,7 @@ def trained():
     return run_experiment(config)
 
 
+@pytest.mark.slow
 def test_evaluation_reports_every_metric(trained):
     metrics = trained.evaluation.metrics
     assert set(metrics) == {
@@ -77,6 +78,7 @@ def test_evaluation_reports_every_metric(trained):
     assert frame["correct"].mean() == pytest.approx(metrics["exact_match"])
 
 
+@pytest.mark.slow
 def test_greedy_batch_equals_one_at_a_time(trained):
     model, examples = trained.model, trained.splits.test[:20]
     data = encode_examples(examples, model.src_vocab, model.tgt_vocab)
@@ -86,6 +88,7 @@ def test_greedy_batch_equals_one_at_a_time(trained):
         assert model.tgt_vocab.decode(alone.tokens[0].tolist()) == model.tgt_vocab.decode(batched.tokens[row].tolist())
 
 
+@pytest.mark.slow
 def test_beam_search_is_at_least_as_likely_as_greedy(trained):
     model, examples = trained.model, trained.splits.test[:50]
     data = encode_examples(examples, model.src_vocab, model.tgt_vocab)
@@ -110,6 +113,7 @@ def test_beam_search_is_at_least_as_likely_as_greedy(trained):
     assert evaluate(model, examples, beam_size=4).metrics["exact_match"] == expected
 
 
+@pytest.mark.slow
 def test_the_promotion_score_is_the_evaluation_exact_match():
     """A promotion decodes only; its score must be the exact match the full evaluation reports."""
     from attnlab.lab.config import ExperimentConfig

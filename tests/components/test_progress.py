@@ -22,6 +22,7 @@ def _progress(step: int, steps: int = 20, epoch: int = 1, loss: float = 1.0) -> 
     return StepProgress(epoch, 3, step, steps, (epoch - 1) * steps + step, step * 8, steps * 8, loss, loss, 1000.0)
 
 
+@pytest.mark.slow
 def test_training_reports_every_step_with_the_epoch_it_belongs_to():
     config = ExperimentConfig(**TINY, epochs=2, batch_size=16)
     task, splits = prepare_data(config)
@@ -69,6 +70,7 @@ def test_step_line_says_where_the_epoch_stands():
     assert line.split() == "epoch 2/20 step 30/47 (64%) train_loss 0.7500 2,346 samples/s".split()
 
 
+@pytest.mark.slow
 def test_run_experiment_says_how_training_goes_unless_silenced(caplog):
     config = ExperimentConfig(**TINY, epochs=1, batch_size=10)
     with caplog.at_level(logging.NOTSET):
@@ -86,6 +88,7 @@ def test_run_experiment_says_how_training_goes_unless_silenced(caplog):
     assert not [r for r in caplog.records if r.name == "attnlab.progress"]
 
 
+@pytest.mark.slow
 def test_run_experiment_prints_on_stderr_where_logging_is_not_configured(capfd):
     root = logging.getLogger()
     saved, root.handlers = root.handlers, []  # no pytest capture handlers: as in a plain script

@@ -23,6 +23,7 @@ def test_date_task_reaches_99_percent_on_unseen_dates():
     assert not seen & {ex.target for ex in result.splits.test}  # the test dates are unseen
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scorer", list_plugins("scorers"))
 @pytest.mark.parametrize("decoder", list_plugins("decoders"))
 def test_every_scorer_trains_with_every_decoder(scorer, decoder):
@@ -35,6 +36,7 @@ def test_every_scorer_trains_with_every_decoder(scorer, decoder):
     assert result.evaluation.metrics["exact_match"] == (frame["prediction"] == frame["target"]).mean()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("encoder", list_plugins("encoders"))
 def test_every_encoder_trains_on_padded_sources(encoder):
     config = ExperimentConfig(task="reverse", task_options={"min_length": 3, "max_length": 9}, encoder=encoder, **TINY)
@@ -43,6 +45,7 @@ def test_every_encoder_trains_on_padded_sources(encoder):
     assert len(result.evaluation.per_length) > 1
 
 
+@pytest.mark.slow
 def test_lstm_decoder_cell_and_teacher_forcing_below_one_train():
     config = ExperimentConfig(decoder_options={"cell": "lstm"}, teacher_forcing=0.5, **TINY)
     half = run_experiment(config).training.history[0]["train_loss"]
@@ -51,6 +54,7 @@ def test_lstm_decoder_cell_and_teacher_forcing_below_one_train():
     assert abs(half - gold) > 1e-3
 
 
+@pytest.mark.slow
 def test_same_seed_same_run_on_cpu():
     config = ExperimentConfig(device="cpu", target_exact_match=None, **{**TINY, "epochs": 2})
     first, second = run_experiment(config), run_experiment(config)
@@ -70,6 +74,7 @@ def test_compiled_loops_train_like_the_eager_ones():
         torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lr_schedule", ["constant", "cosine"])
 def test_resume_from_checkpoint_continues_where_it_stopped(tmp_path, lr_schedule):
     config = ExperimentConfig(device="cpu", target_exact_match=None, lr_schedule=lr_schedule, **{**TINY, "epochs": 3})
@@ -94,6 +99,7 @@ def test_resume_from_checkpoint_continues_where_it_stopped(tmp_path, lr_schedule
         torch.testing.assert_close(a, b)
 
 
+@pytest.mark.slow
 def test_cosine_schedule_decays_the_learning_rate_to_zero_by_the_last_epoch():
     rates = {}
     for schedule in ("constant", "cosine"):
@@ -114,6 +120,7 @@ def test_checkpoint_of_another_config_is_refused(tmp_path):
         train_model(other, task, splits, checkpoint=checkpoint)
 
 
+@pytest.mark.slow
 def test_early_stop_at_target_exact_match():
     config = ExperimentConfig(epochs=10, target_exact_match=0.5, train_size=2000, validation_size=100, test_size=100)
     result = run_experiment(config)

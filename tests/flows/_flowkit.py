@@ -69,11 +69,13 @@ def assert_one_line_error(err: str, *needles: str) -> None:
 
 
 class Burners:
-    """A busy loop per core: every core saturated before the command adds its own load."""
+    """A busy loop per core: every core saturated before the command adds its own load. A loop
+    ends by itself once the process that started it is gone."""
 
     def __enter__(self):
         count = os.cpu_count() or 1
-        self.processes = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+        loop = [sys.executable, "-c", f"import os\nwhile os.getppid() == {os.getpid()}: pass"]
+        self.processes = [subprocess.Popen(loop) for _ in range(count)]
         return self
 
     def __exit__(self, *exc_info):

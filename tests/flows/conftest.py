@@ -1,15 +1,17 @@
-"""Fixtures of the flow and CLI tests: one Prefect test harness per session, throw-away MLflow
-stores, and a store with a trained model shared by the session (helpers: _flowkit.py)."""
+"""Fixtures of the flow and CLI tests: one Prefect test harness per session (per xdist worker),
+throw-away MLflow stores, and a store with a trained model shared by the run, all its xdist
+workers included (helpers: _flowkit.py). Every test here is marked ``flows``."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
-import pytest
-
 import attnlab.flows  # noqa: F401  (telemetry defaults before prefect and mlflow are imported)
+import pytest
 from _flowkit import LEARNS, chromium, point_at, run_flow
+from filelock import FileLock
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -20,11 +22,8 @@ def prefect_harness(tmp_path_factory):
     from prefect.testing.utilities import prefect_test_harness
 
     storage = tmp_path_factory.mktemp("prefect-storage")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("ATTNLAB_CACHE_DIR", str(tmp_path_factory.mktemp("attnlab-cache")))
-        with temporary_settings(updates={PREFECT_LOCAL_STORAGE_PATH: storage}):
-            with prefect_test_harness(server_startup_timeout=600):
-                yield
+    with temporary_settings(updates={PREFECT_LOCAL_STORAGE_PATH: storage}), prefect_test_harness(server_startup_timeout=600):
+        yield
 
 
 @pytest.fixture
@@ -34,17 +33,27 @@ def empty_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture(scope="session")
-def learned_store(tmp_path_factory, prefect_harness) -> tuple[Path, dict]:
-    """A store holding one run of a model that learned the date task; (folder, summary)."""
-    folder = tmp_path_factory.mktemp("learned") / "mlflow"
-    return folder, run_flow(folder, **LEARNS)
+def learned_store(tmp_path_factory, worker_id, prefect_harness) -> tuple[Path, dict]:
+    """A store holding one run of a model that learned the date task; (folder, summary). Its
+    tests only read it. Trained once per run: the first xdist worker to need it trains it under
+    a file lock in the folder the workers share, the others wait for it and read its summary."""
+    base = tmp_path_factory.getbasetemp()
+    shared = (base if worker_id == "master" else base.parent) / "learned"
+    folder, summary_file = shared / "mlflow", shared / "summary.json"
+    with FileLock(f"{shared}.lock"):
+        if not summary_file.is_file():
+            summary_file.parent.mkdir(exist_ok=True)
+            summary = run_flow(folder, **LEARNS)
+            summary_file.write_text(json.dumps(summary))
+    return folder, json.loads(summary_file.read_text())
 
 
-@pytest.fixture(autouse=True)
-def _no_tracking_server(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tests never talk to a real tracking server."""
-    if os.environ.get("MLFLOW_TRACKING_URI", "").startswith("http"):
-        monkeypatch.delenv("MLFLOW_TRACKING_URI")
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test of this folder ``flows``: `make test-fast` leaves them out."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in item.path.parents:
+            item.add_marker(pytest.mark.flows)
 
 
 @pytest.fixture(autouse=True)

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 PAGE = (Path(__file__).resolve().parents[2] / "docs" / "plugins.md").read_text(encoding="utf-8")
 _BLOCK = re.compile(r"^```python\n(# (\S+\.py)(?:: ([^\n]*))?\n.*?)^```", re.MULTILINE | re.DOTALL)
 
@@ -28,6 +30,7 @@ def test_the_kit_commands_name_the_environments_tools():
     assert "after .venv/bin/pip install" in blocks["fast_loop.py"][1]
 
 
+@pytest.mark.slow
 def test_the_page_test_cosine_passes_as_the_page_runs_it(tmp_path):
     blocks = python_blocks()
     for name in ("attnlab_cosine.py", "test_cosine.py"):

@@ -18,6 +18,7 @@ from attnlab.training.experiment import run_experiment
 from attnlab.plugins import attention, describe_plugins, list_plugins, load_plugin
 from attnlab.plugins.testing import check_scorer
 
+pytestmark = pytest.mark.slow  # it trains, and starts attnlab train
 
 def documented_cosine() -> str:
     """The worked scorer of the attention contract's docstring (the README shows the same one)."""

@@ -1,0 +1,65 @@
+"""A test run never touches the user's homes: HOME, Prefect's home, the MLflow store, attnlab's
+cache and matplotlib's settings resolve into the run's temporary folder (_testrun.py), in the
+tests and in the commands they start."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).parent
+ROOT = Path(os.environ["ATTNLAB_TEST_ROOT"])
+ATTNLAB = str(Path(sys.executable).with_name("attnlab"))
+
+
+
+def homes() -> dict[str, str]:
+    """Where each program of this process keeps its state, as the program resolves it."""
+    import attnlab.flows  # noqa: F401  (as every attnlab command starts)
+    import matplotlib
+    from attnlab.data.cache import cache_root
+    from attnlab.flows.tracking.store import resolve_store
+    from prefect.settings import get_current_settings
+
+    return {
+        "HOME": str(Path.home()),
+        "Prefect's home": str(get_current_settings().home),
+        "the MLflow store": str(resolve_store().folder),
+        "attnlab's cache": str(cache_root()),
+        "matplotlib's settings": matplotlib.get_configdir(),
+    }
+
+
+def outside_the_run(homes: dict[str, str]) -> dict[str, str]:
+    return {name: path for name, path in homes.items() if not Path(path).resolve().is_relative_to(ROOT.resolve())}
+
+
+def test_the_run_folder_is_a_fresh_temporary_folder():
+    assert ROOT.parent == Path(tempfile.gettempdir()) and ROOT.name.startswith("attnlab-tests-")
+
+
+def test_the_homes_of_a_test_are_in_the_run_folder():
+    assert outside_the_run(homes()) == {}
+
+
+@pytest.mark.slow
+def test_the_homes_of_a_command_a_test_starts_are_in_the_run_folder(tmp_path):
+    script = f"import json, sys; sys.path.insert(0, {str(TESTS)!r}); from test_isolation import homes; print(json.dumps(homes()))"
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert outside_the_run(json.loads(done.stdout)) == {}
+
+
+@pytest.mark.slow
+def test_attnlab_started_by_a_test_looks_for_its_store_in_the_run_folder(tmp_path):
+    done = subprocess.run([ATTNLAB, "runs"], cwd=tmp_path, capture_output=True, text=True, check=False)
+    store = os.environ["ATTNLAB_MLFLOW_DIR"]
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr[-3000:]
+    assert f"no MLflow store at {store} yet" in done.stderr  # its answer for a folder with no store
+    assert outside_the_run({"the MLflow store": store}) == {}
