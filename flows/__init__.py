@@ -1,15 +1,13 @@
 """Prefect flows and tasks over attnlab's components; all MLflow calls live here.
 
-Modules, one job each: ``store`` (where MLflow lives, whether it answers), ``tracking`` (what a
-run logs), ``model_registry`` (the pyfunc model, registration, the champion alias),
-``benchmark_store`` (a registered model's benchmark set in MLflow), ``promotion`` and
-``promotion_lock`` (the one promotion rule applied in MLflow, under one lock per model),
-``flow_runs`` (flow-run tags, how an exception ends a run), ``pyfunc`` (the MLflow model that
-serves text), ``tasks`` (thin Prefect tasks), ``train_flow``, ``sweep_flow`` and ``retrain_flow``
-(the wiring), ``servers`` and ``prefect_server`` (server processes), ``cli`` (the ``attnlab``
-command; ``train_cli``, ``predict_cli``, ``plugins_cli``, ``sweep_cli`` and ``service_cli`` add
-its commands; ``cli_support`` what they share). Decisions and pure logic live in the core
-library (``attnlab.ops.promotion``, ``attnlab.evaluation.benchmark``, ``attnlab.lab.config_sources``, ...).
+The flows sit at the top of this package: ``train_flow``, ``sweep_flow`` and ``retrain_flow``
+(the wiring), ``steps`` (thin Prefect tasks, one component call or tracking step each) and the
+modules they are split into; ``api`` (the Python API's tracked path) and ``pyfunc`` (the MLflow
+model that serves text; every logged model imports it). Around them: ``cli`` (the ``attnlab``
+command), ``tracking`` (every MLflow call: the store, runs, the registry, promotion) and
+``services`` (server processes). Decisions and pure logic live in the core library
+(``attnlab.ops.promotion``, ``attnlab.evaluation.benchmark``, ``attnlab.lab.config_sources``, ...);
+docs/architecture.md maps where each one lives.
 
 Importing this package turns Prefect's and MLflow's telemetry (and MLflow's run links on stdout)
 off and bounds MLflow's HTTP retries unless the user already set the variables

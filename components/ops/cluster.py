@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 #: Tracking URI schemes a worker on another machine can reach.
 SHARED_SCHEMES = ("http", "https", "databricks", "postgresql", "mysql", "mssql")
-README_SECTION = "'Running a sweep on many machines' in the README"
+README_SECTION = "'Running a sweep on many machines' in the docs (docs/sweeps-cluster.md)"
 
 
 def tracking_problem(tracking_uri: str, embedded_folder: Path | None) -> str | None:
