@@ -93,15 +93,16 @@ class ConfigSource:
     options: list[str] = field(default_factory=list)
 
 
-#: A command's ``source`` when it is called directly: the config's defaults.
+#: No file, no flags, no options: the config's defaults (a command's ``source`` until
+#: :func:`config_command` hands it the one given).
 DEFAULT_SOURCE = ConfigSource()
 
 
 def config_command(*fields: str) -> Callable[[Command], Command]:
     """Give a command the flags of config ``fields`` (default: every one of :data:`CONFIG_FLAGS`),
     ``--config`` and ``-o``, shown where its ``source`` parameter stands; the command is called
-    with their values as ``source`` (a :class:`ConfigSource`; called directly, the command keeps
-    its own default)."""
+    with their values as ``source`` (a :class:`ConfigSource`; a flag left out is None, as on the
+    command line)."""
     chosen = fields or tuple(CONFIG_FLAGS)
     keyword = inspect.Parameter.KEYWORD_ONLY
     added = [inspect.Parameter(name, keyword, default=None, annotation=CONFIG_FLAGS[name]) for name in chosen]
@@ -117,8 +118,8 @@ def config_command(*fields: str) -> Callable[[Command], Command]:
 
         @functools.wraps(command)
         def run(**given: Any) -> Any:
-            flags = {name: given.pop(name) for name in chosen}
-            return command(source=ConfigSource(given.pop("config_file"), flags, given.pop("option")), **given)
+            flags = {name: given.pop(name, None) for name in chosen}
+            return command(source=ConfigSource(given.pop("config_file", None), flags, given.pop("option", [])), **given)
 
         run.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
         return run  # type: ignore[return-value]

@@ -358,3 +358,18 @@ def test_ctrl_c_in_a_terminal_ends_the_run_killed(tmp_path):
     assert run.info.status == "KILLED"
     assert [a.path for a in client.list_artifacts(run.info.run_id, "checkpoint")] == ["checkpoint/checkpoint.pt"]
     assert client.search_registered_models() == []
+
+
+@pytest.mark.parametrize(
+    "command, left_out",
+    [("train", set()), ("schedule", {"seed"}), ("sweep", {"task", "scorer", "encoder", "decoder", "seed", "embedding_dim", "batch_size", "beam_size", "device"})],
+)
+def test_each_command_offers_the_shared_config_flags_it_takes(capsys, command, left_out):
+    from attnlab.flows.cli.options import CONFIG_FLAGS
+
+    code, out, _ = attnlab(capsys, command, "--help")
+    assert code == 0
+    offered = {field for field, flag in cli_support.CLI_FIELDS.items() if f"{flag} " in out}
+    grid = {"task", "scorer", "encoder", "decoder"} if command == "sweep" else set()  # a sweep's own --task NAMES, ...
+    assert offered - grid == set(CONFIG_FLAGS) - left_out - grid
+    assert "--config FILE.yaml" in out and "-o, --option KEY=VALUE" in out and "--experiment NAME" in out
