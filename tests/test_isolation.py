@@ -4,6 +4,7 @@ tests and in the commands they start."""
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import subprocess
@@ -37,7 +38,10 @@ def homes() -> dict[str, str]:
 
 
 def outside_the_run(homes: dict[str, str]) -> dict[str, str]:
-    return {name: path for name, path in homes.items() if not Path(path).resolve().is_relative_to(ROOT.resolve())}
+    """The homes outside the run's folder and pytest's temporary folders (a module fixture of
+    the flow tests may leave its store in MLFLOW_TRACKING_URI for the rest of its worker)."""
+    temporary = (ROOT.resolve(), Path(tempfile.gettempdir(), f"pytest-of-{getpass.getuser()}").resolve())
+    return {name: path for name, path in homes.items() if not any(Path(path).resolve().is_relative_to(t) for t in temporary)}
 
 
 def test_the_run_folder_is_a_fresh_temporary_folder():
