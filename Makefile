@@ -42,8 +42,8 @@ test-fast: $(VENV)/.installed
 
 # Lint, format and types: zero findings.
 check: $(VENV)/.installed
-	$(VENV)/bin/ruff check components flows plugins tests benchmarks scripts
-	$(VENV)/bin/ruff format --check components flows plugins tests benchmarks scripts
+	$(VENV)/bin/ruff check components flows plugins tests benchmarks scripts docs
+	$(VENV)/bin/ruff format --check components flows plugins tests benchmarks scripts docs
 	$(VENV)/bin/mypy
 
 # The docs site (MkDocs, Material theme, mkdocstrings); --strict fails on a broken link or reference.

@@ -62,8 +62,10 @@ def main() -> None:
         args.repeats,
     )
     base = medians["torch fused scaled_dot_product_attention"]
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; [B, L, D] = [{B}, {L}, {D}], "
-          f"forward + backward, median of {args.repeats}")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads; [B, L, D] = [{B}, {L}, {D}], "
+        f"forward + backward, median of {args.repeats}"
+    )
     for name, seconds in medians.items():
         print(f"  {name:<42} {seconds * 1e6:8.0f} us   {seconds / base:4.2f}x")
 

@@ -15,15 +15,15 @@ import argparse
 import statistics
 import time
 
-import torch
-
 import seed_reference as ref
+import torch
 from bench_training import unseen_test_dates
-from attnlab.lab.config import ExperimentConfig
+
 from attnlab.data.splits import encode_examples
+from attnlab.lab.config import ExperimentConfig
 from attnlab.model.decode import greedy_decode
-from attnlab.training.experiment import prepare_data, train_model
 from attnlab.plugins._recurrence import compiled
+from attnlab.training.experiment import prepare_data, train_model
 
 
 def main() -> None:
@@ -44,7 +44,12 @@ def main() -> None:
     subset = test[:500]
 
     def decode_all():
-        return torch.cat([greedy_decode(ours, data.src[i : i + args.batch_size], data.src_mask[i : i + args.batch_size], max_length=16).tokens for i in range(0, len(data), args.batch_size)])
+        return torch.cat(
+            [
+                greedy_decode(ours, data.src[i : i + args.batch_size], data.src_mask[i : i + args.batch_size], max_length=16).tokens
+                for i in range(0, len(data), args.batch_size)
+            ]
+        )
 
     def timed(mode: str) -> float:
         """dates/s of one pass, after an untimed one: following the reference's run, the first
@@ -78,9 +83,12 @@ def main() -> None:
     for mode, rates in batched.items():
         rate = statistics.median(rates)
         label = f"attnlab {mode}, batches of {args.batch_size}"
-        print(f"  {label:<36} {rate:9.0f} dates/s   {rate / base:5.0f}x"
-              f"   (exact match {accuracy[mode]:.2%}; each repeat: {', '.join(f'{r:.0f}' for r in rates)})")
+        print(
+            f"  {label:<36} {rate:9.0f} dates/s   {rate / base:5.0f}x"
+            f"   (exact match {accuracy[mode]:.2%}; each repeat: {', '.join(f'{r:.0f}' for r in rates)})"
+        )
     print(f"  (compiling the decoding step once, untimed: {compile_seconds:.1f} s)")
+
 
 if __name__ == "__main__":
     main()

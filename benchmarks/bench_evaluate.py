@@ -16,9 +16,9 @@ import time
 
 import torch
 
-from attnlab.lab.config import ExperimentConfig
 from attnlab.evaluation.erasure import SAMPLE_SIZE, erasure_metrics
 from attnlab.evaluation.metrics import evaluate
+from attnlab.lab.config import ExperimentConfig
 from attnlab.training.experiment import prepare_data, train_model
 
 

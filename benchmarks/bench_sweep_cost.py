@@ -59,7 +59,9 @@ def start_servers(folder: Path) -> tuple[list[Server], str, str]:
         folder / "mlflow.log",
     )  # fmt: skip
     prefect_env = {**os.environ, "PREFECT_HOME": str(folder / "prefect"), "PREFECT_UI_ENABLED": "0"}
-    prefect = Server("Prefect", prefect_command(prefect_port), f"http://127.0.0.1:{prefect_port}/api/health", folder / "prefect.log", prefect_env)
+    prefect = Server(
+        "Prefect", prefect_command(prefect_port), f"http://127.0.0.1:{prefect_port}/api/health", folder / "prefect.log", prefect_env
+    )
     servers = [mlflow.start(), prefect.start()]
     wait_healthy(servers, timeout=600)
     return servers, f"http://127.0.0.1:{mlflow_port}", f"http://127.0.0.1:{prefect_port}/api"
@@ -96,7 +98,9 @@ def one_sweep(folder: Path, tracking: str, prefect_api: str, flags: list[str]) -
     parent_bytes = folder_bytes(folder / "artifacts" / parent.info.experiment_id / parent.info.run_id)
     added = folder_bytes(folder / "artifacts") - bytes_before - parent_bytes
     train = [run.data.metrics["train_seconds"] for run in children]
-    not_training = {run.info.run_id: (run.info.end_time - run.info.start_time) / 1000 - run.data.metrics["train_seconds"] for run in children}
+    not_training = {
+        run.info.run_id: (run.info.end_time - run.info.start_time) / 1000 - run.data.metrics["train_seconds"] for run in children
+    }
     # A worker process's first run also pays its imports and store set-up; the later ones ran on
     # a warm worker (the worker is the run's owner process, tag attnlab.pid).
     first_of_worker = {}

@@ -19,11 +19,11 @@ import statistics
 import time
 
 import torch
+from train_until import train_until
 
 from attnlab.lab.config import ExperimentConfig
-from attnlab.training.experiment import prepare_data
 from attnlab.model.assembly import build_model
-from train_until import train_until
+from attnlab.training.experiment import prepare_data
 
 #: name -> config overrides of the defaults (what ``-o KEY=VALUE`` / flags would set).
 SETTINGS: dict[str, dict] = {
@@ -59,16 +59,19 @@ def main() -> None:
         for name, overrides in SETTINGS.items():
             result = time_to_target(overrides, seed, args.target, args.max_epochs)
             runs[name].append(result)
-            print(f"  seed {seed}  {name:<42} {result['wall']:6.1f} s wall, {result['train']:6.1f} s train, "
-                  f"epoch {result['epoch']}, test exact match {result['score']:.2%}", flush=True)
+            print(
+                f"  seed {seed}  {name:<42} {result['wall']:6.1f} s wall, {result['train']:6.1f} s train, "
+                f"epoch {result['epoch']}, test exact match {result['score']:.2%}",
+                flush=True,
+            )
     header = f"{'setting':<42} {'epochs':>7} {'train s':>8} {'wall s':>8}   per seed (wall s @ epoch)"
     print()
     print(header)
     print("-" * len(header))
     for name, results in runs.items():
         detail = ", ".join(f"{r['wall']:.1f}@{r['epoch']}{'' if r['reached'] else ' NOT REACHED'}" for r in results)
-        median = lambda key: statistics.median(r[key] for r in results)  # noqa: E731
-        print(f"{name:<42} {median('epoch'):>7.0f} {median('train'):>8.1f} {median('wall'):>8.1f}   {detail}")
+        epoch, train, wall = (statistics.median(r[key] for r in results) for key in ("epoch", "train", "wall"))
+        print(f"{name:<42} {epoch:>7.0f} {train:>8.1f} {wall:>8.1f}   {detail}")
     print(f"\nmedians over seeds {args.seeds}; finished {time.strftime('%Y-%m-%d %H:%M:%S')}")
 
 

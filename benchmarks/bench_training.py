@@ -17,18 +17,18 @@ import argparse
 import random
 import statistics
 import time
-from typing import Callable
-
-import torch
+from collections.abc import Callable
 
 import seed_reference as ref
-from attnlab.lab.config import ExperimentConfig
+import torch
+from train_until import train_until
+
 from attnlab.data.splits import encode_examples
-from attnlab.training.experiment import prepare_data
+from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import build_model
 from attnlab.plugins import Example, create_plugin
+from attnlab.training.experiment import prepare_data
 from attnlab.training.loop import train_step
-from train_until import train_until
 
 TARGET = 0.999
 
@@ -49,9 +49,7 @@ def reference_epochs() -> Callable[[], float]:
 
 def attnlab_epochs(batch_size: int, compile_loops: bool = False) -> Callable[[], float]:
     """The same for attnlab's optimisation steps at the seed's model size."""
-    config = ExperimentConfig(
-        batch_size=batch_size, train_size=3000, embedding_dim=64, hidden_size=128, compile_loops=compile_loops
-    )
+    config = ExperimentConfig(batch_size=batch_size, train_size=3000, embedding_dim=64, hidden_size=128, compile_loops=compile_loops)
     task, splits = prepare_data(config)
     model = build_model(config, task)
     data = encode_examples(splits.train, model.src_vocab, model.tgt_vocab)

@@ -116,7 +116,7 @@ class ScaledDotProductAttention(nn.Module):
     """
 
     def __init__(self, dropout=0.1):
-        super(ScaledDotProductAttention, self).__init__()
+        super().__init__()
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, query, keys, values, mask=None):
@@ -140,9 +140,8 @@ class ScaledDotProductAttention(nn.Module):
 # 5.3 Seq2Seq with attention
 # ---------------------------------------------------------------------------------------------
 class AttentionSeq2Seq(nn.Module):
-    def __init__(self, input_vocab_size, output_vocab_size, hidden_size=HIDDEN_SIZE,
-                 embedding_dim=EMBEDDING_DIM):
-        super(AttentionSeq2Seq, self).__init__()
+    def __init__(self, input_vocab_size, output_vocab_size, hidden_size=HIDDEN_SIZE, embedding_dim=EMBEDDING_DIM):
+        super().__init__()
         self.hidden_size = hidden_size
         # Encoder
         self.encoder_embedding = nn.Embedding(input_vocab_size, embedding_dim)
@@ -196,7 +195,7 @@ class AttentionSeq2Seq(nn.Module):
             decoder_input = torch.tensor([[output_char2idx["SOS"]]] * batch_size).to(src.device)
 
             generated = []
-            for t in range(max_len):
+            for _t in range(max_len):
                 embedded_dec = self.decoder_embedding(decoder_input)
                 query = decoder_hidden.transpose(0, 1)
                 context, _ = self.attention(query, encoder_outputs, encoder_outputs)
@@ -219,7 +218,7 @@ def train_epoch(model, loader, optimizer, criterion):
     model.train()
     total_loss = 0
     samples_seen = 0
-    for batch_idx, (src_batch, trg_batch) in enumerate(loader):
+    for _batch_idx, (src_batch, trg_batch) in enumerate(loader):
         optimizer.zero_grad()
         output = model(src_batch, trg_batch, teacher_forcing_ratio=0.5)  # [B, TRG_LEN, VOCAB]
         # skip step 0 (SOS is an input, never predicted)
@@ -246,8 +245,7 @@ def make_reference(seed: int):
     """Seeded (model, optimizer, criterion) with the tutorial's hyper-parameters."""
     torch.manual_seed(seed)
     random.seed(seed)  # teacher-forcing draws (the tutorial's global np.random)
-    model = AttentionSeq2Seq(len(input_characters), len(output_characters), HIDDEN_SIZE,
-                             EMBEDDING_DIM)
+    model = AttentionSeq2Seq(len(input_characters), len(output_characters), HIDDEN_SIZE, EMBEDDING_DIM)
     criterion = nn.CrossEntropyLoss(ignore_index=PAD)
     optimizer = optim.Adam(model.parameters(), lr=LEARNING_RATE)
     return model, optimizer, criterion
@@ -261,22 +259,22 @@ def make_loader(num_samples: int = 3000, seed: int = 0) -> DataLoader:
 def main(epochs: int = 2, num_samples: int = 3000, eval_samples: int = 200, seed: int = 0):
     model, optimizer, criterion = make_reference(seed)
     loader = make_loader(num_samples, seed=seed)
-    print(f"seed reference: {num_samples} samples, batch {BATCH_SIZE}, "
-          f"torch threads {torch.get_num_threads()}")
+    print(f"seed reference: {num_samples} samples, batch {BATCH_SIZE}, torch threads {torch.get_num_threads()}")
     for epoch in range(epochs):
         t0 = time.perf_counter()
         avg_loss, seen = train_epoch(model, loader, optimizer, criterion)
         dt = time.perf_counter() - t0
-        print(f"Epoch [{epoch + 1}/{epochs}], Loss: {avg_loss:.4f}, "
-              f"{dt:.2f} s, {seen / dt:.0f} samples/s")
+        print(f"Epoch [{epoch + 1}/{epochs}], Loss: {avg_loss:.4f}, {dt:.2f} s, {seen / dt:.0f} samples/s")
 
     rng = random.Random(seed + 10_000)  # fresh dates, not the training stream
     pairs = [generate_date_pair(rng) for _ in range(eval_samples)]
     t0 = time.perf_counter()
     correct = sum(predict_one(model, src) == trg for src, trg in pairs)
     dt = time.perf_counter() - t0
-    print(f"per-sample inference: {eval_samples} dates in {dt:.2f} s "
-          f"({eval_samples / dt:.0f} samples/s), exact match {correct / eval_samples:.1%}")
+    print(
+        f"per-sample inference: {eval_samples} dates in {dt:.2f} s "
+        f"({eval_samples / dt:.0f} samples/s), exact match {correct / eval_samples:.1%}"
+    )
     for src, trg in pairs[:3]:
         print(f"  {src} -> {predict_one(model, src)} (expected {trg})")
 

@@ -3,9 +3,9 @@ benchmarks (bench_training.py, bench_time_to_accuracy.py) make."""
 
 from __future__ import annotations
 
-from attnlab.lab.config import ExperimentConfig
 from attnlab.data.splits import Splits, encode_examples
 from attnlab.evaluation.metrics import decode_texts, exact_match
+from attnlab.lab.config import ExperimentConfig
 from attnlab.plugins import Example
 from attnlab.training.loop import train
 

@@ -37,8 +37,10 @@ def cjk_font_css() -> str:
     fonts = sorted(Path(matplotlib_fontja.__file__).parent.glob("fonts/*.ttf"))
     if not fonts:
         return ""
-    return "".join(f"@font-face {{ font-family: '{family}'; src: url('{fonts[0].as_uri()}'); }}"
-                   for family in ("Noto Sans CJK JP", "Noto Sans Mono CJK JP"))
+    return "".join(
+        f"@font-face {{ font-family: '{family}'; src: url('{fonts[0].as_uri()}'); }}"
+        for family in ("Noto Sans CJK JP", "Noto Sans Mono CJK JP")
+    )
 
 
 def document_of(page: Path) -> dict:

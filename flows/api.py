@@ -42,9 +42,9 @@ def train(
     :class:`attnlab.lab.errors.UserError` or pydantic's ValidationError before anything starts.
     """
     from attnlab.flows.cli.support import check_config
+    from attnlab.flows.cli.train import check_start
     from attnlab.flows.services.prefect_server import start_in_background
     from attnlab.flows.tracking.store import check_store, resolve_store
-    from attnlab.flows.cli.train import check_start
 
     base = config or ExperimentConfig()
     if fields:

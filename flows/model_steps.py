@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from prefect import task
+
 from attnlab.data.datasets import load_splits
 from attnlab.flows.steps import LOGGING
 from attnlab.flows.tracking import promote as promotion
@@ -20,8 +22,6 @@ from attnlab.lab.config import ExperimentConfig
 from attnlab.lab.names import model_name
 from attnlab.model.assembly import build_task
 from attnlab.ops.promotion import Decision, overlap
-from prefect import task
-
 from mlflow import MlflowClient
 
 
@@ -58,7 +58,9 @@ def benchmark_overlap(run_id: str, config: ExperimentConfig, benchmark: Benchmar
 
 
 @task(name="promote", **LOGGING)
-def promote(name: str, version: str, config: ExperimentConfig, benchmark: Benchmark, margin: float, run_id: str | None, command: str) -> Decision:
+def promote(
+    name: str, version: str, config: ExperimentConfig, benchmark: Benchmark, margin: float, run_id: str | None, command: str
+) -> Decision:
     """Score challenger and champion on the benchmark, move the alias if the challenger wins and
     record the decision (see :mod:`attnlab.flows.tracking.promote`)."""
     client = MlflowClient()

@@ -21,27 +21,27 @@ import uuid
 from typing import Any
 
 import torch
-from mlflow import MlflowClient
 from mlflow.entities import Param
 from prefect import flow, get_run_logger, task
 from prefect.runtime import flow_run
 
 from attnlab.evaluation.benchmark import DEFAULT_SIZE
-from attnlab.lab.config import ExperimentConfig
-from attnlab.lab.names import experiment_name, model_name
-from attnlab.flows.tracking import promote as promotion
-from attnlab.flows.tracking import prune as retention
-from attnlab.flows.tracking import store
 from attnlab.flows import model_steps
 from attnlab.flows import steps as tasks
-from attnlab.flows.tracking import runs as tracking
-from attnlab.flows.tracking.benchmark_store import Benchmark
 from attnlab.flows.flow_runs import ending_status, flow_run_tags
+from attnlab.flows.tracking import promote as promotion
+from attnlab.flows.tracking import prune as retention
+from attnlab.flows.tracking import runs as tracking
+from attnlab.flows.tracking import store
+from attnlab.flows.tracking.benchmark_store import Benchmark
 from attnlab.flows.tracking.promotion_lock import promotion_lock
+from attnlab.lab.config import ExperimentConfig
+from attnlab.lab.names import experiment_name, model_name
 from attnlab.ops.challenger import challenger_seed
 from attnlab.ops.promotion import Decision, check_margin
 from attnlab.ops.retention import DEFAULT_KEEP, check_keep
 from attnlab.training.threads import thread_share
+from mlflow import MlflowClient
 
 #: Benchmark examples drawn by a model's first promotion (later ones reuse that set).
 BENCHMARK_SIZE = DEFAULT_SIZE

@@ -24,7 +24,6 @@ from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking import store
 from attnlab.flows.tracking.errors import RunFault, TrackingLost
 from attnlab.ops.faults import Surroundings, diagnose, fault_line
-
 from mlflow import MlflowClient
 
 T = TypeVar("T")

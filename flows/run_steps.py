@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ContextManager, NamedTuple
+from typing import Any, NamedTuple
 
 from attnlab.evaluation.example_records import model_examples, plotted_examples
 from attnlab.flows import model_steps
@@ -56,7 +57,9 @@ class Plan:
     example_plots: bool = True
 
 
-def run_steps(config: ExperimentConfig, run_id: str, workdir: Path, watch: Stopwatch, plan: Plan, artifacts: tuple[int, int] | None) -> dict[str, Any]:
+def run_steps(
+    config: ExperimentConfig, run_id: str, workdir: Path, watch: Stopwatch, plan: Plan, artifacts: tuple[int, int] | None
+) -> dict[str, Any]:
     """Run every step of ``plan`` for run ``run_id`` (scratch files in ``workdir``); the summary's
     fields about what it trained, measured and registered."""
     section = checked(watch, artifacts)
@@ -73,7 +76,9 @@ def run_steps(config: ExperimentConfig, run_id: str, workdir: Path, watch: Stopw
         plots = tasks.plot_alignment_offsets(evaluation.alignment_offsets, workdir / "plots")
     with section("explorer"):
         greedy = evaluation.predictions["correct"].tolist() if config.beam_size == 1 else None  # else decoded again
-        explored = tasks.explore_attention(run_id, trained.bundle, data, evaluation.metrics, trained.snapshots, attention, plan.compare, greedy)
+        explored = tasks.explore_attention(
+            run_id, trained.bundle, data, evaluation.metrics, trained.snapshots, attention, plan.compare, greedy
+        )
     with section("log"):
         tasks.log_results(run_id, evaluation, attention, trained_metrics(trained), plots)
     examples = model_examples(plotted.sources, evaluation.predictions)
@@ -118,11 +123,11 @@ def model_entry(config: ExperimentConfig, run_id: str, bundle: Path, examples: l
     return {**registered_model(config.task, None), "uri": uri}
 
 
-def checked(watch: Stopwatch, artifacts: tuple[int, int] | None) -> Callable[[str], ContextManager[None]]:
+def checked(watch: Stopwatch, artifacts: tuple[int, int] | None) -> Callable[[str], AbstractContextManager[None]]:
     """``watch``'s sections, each entered only while Prefect's server still answers and the
     store's artifacts folder is the one it was (``artifacts``: its identity)."""
 
-    def section(name: str) -> ContextManager[None]:
+    def section(name: str) -> AbstractContextManager[None]:
         prefect_watch.check()
         store.check_artifact_root(artifacts)
         return watch(name)

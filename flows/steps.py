@@ -9,37 +9,38 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
-from mlflow import MlflowClient
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from attnlab.viz.alignment_plots import offset_chart, training_chart
-from attnlab.model.bundle import load_bundle, save_bundle
 from attnlab.data.cache import cache_root
 from attnlab.data.data_key import data_file_name, task_plugin_version
-from attnlab.lab.config import ExperimentConfig
 from attnlab.data.datasets import data_spec, load_splits, save_splits
+from attnlab.data.examples import gold_alignments
 from attnlab.evaluation.example_records import attention_record, heatmap_title, merged_golds
 from attnlab.evaluation.metrics import Evaluation, evaluate
-from attnlab.data.examples import gold_alignments
-from attnlab.training.experiment import prepare_data, train_model
+from attnlab.flows.services import prefect_watch
+from attnlab.flows.tracking import runs as tracking
+from attnlab.flows.tracking import store
+from attnlab.flows.tracking.errors import TrackingLost
+from attnlab.flows.tracking.step_log import StepLog
+from attnlab.lab.config import ExperimentConfig
+from attnlab.model.assembly import build_task
+from attnlab.model.bundle import load_bundle, save_bundle
+from attnlab.model.predictor import Predictor
 from attnlab.ops import retry
+from attnlab.training.experiment import prepare_data, train_model
+from attnlab.training.progress import PROGRESS_LOGGER, StepProgress, epoch_line
+from attnlab.viz.alignment_plots import offset_chart, training_chart
 from attnlab.viz.explorer import write_explorer
 from attnlab.viz.explorer_data import CURVE_EXAMPLES, PROBE_EXAMPLES, SnapshotRecorder, describe, model_views, run_document
-from attnlab.flows.services import prefect_watch
-from attnlab.flows.tracking import store
-from attnlab.flows.tracking import runs as tracking
-from attnlab.flows.tracking.step_log import StepLog
-from attnlab.flows.tracking.errors import TrackingLost
-from attnlab.model.assembly import build_task
 from attnlab.viz.heatmaps import attention_heatmap, head_heatmaps, save_figure
-from attnlab.model.predictor import Predictor
-from attnlab.training.progress import PROGRESS_LOGGER, StepProgress, epoch_line
+from mlflow import MlflowClient
 
 #: One line per epoch goes to this logger; the CLI prints it, other callers may attach handlers.
 progress = logging.getLogger(PROGRESS_LOGGER)

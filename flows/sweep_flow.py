@@ -18,22 +18,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mlflow import MlflowClient
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
+
+from attnlab.data.datasets import load_splits
+from attnlab.data.examples import gold_alignments, pick_probe
 from attnlab.evaluation.compare import Grid, grid_configs
+from attnlab.flows import sweep_parent
+from attnlab.flows.flow_runs import ending_status, is_interrupt
+from attnlab.flows.steps import dataset
+from attnlab.flows.tracking import runs as tracking
+from attnlab.flows.tracking import store
+from attnlab.flows.tracking.sweep_reruns import child_runs, settle_children
 from attnlab.lab.config import ExperimentConfig
 from attnlab.lab.names import experiment_name
 from attnlab.lab.summaries import finish_line
-from attnlab.data.datasets import load_splits
-from attnlab.data.examples import gold_alignments, pick_probe
 from attnlab.viz.explorer_data import sweep_examples
-from attnlab.flows import sweep_parent
-from attnlab.flows.tracking import store
-from attnlab.flows.tracking import runs as tracking
-from attnlab.flows.flow_runs import ending_status, is_interrupt
-from attnlab.flows.tracking.sweep_reruns import child_runs, settle_children
-from attnlab.flows.steps import dataset
+from mlflow import MlflowClient
 
 #: One line per finished combination goes to this logger.
 progress = logging.getLogger("attnlab.sweep")
@@ -70,7 +71,18 @@ def train_combination(
 
         torch.set_num_threads(threads)
     child = train_flow.with_options(flow_run_name=name)
-    return child(config=config, experiment=experiment, register_model=register_models, parent_run_id=parent_run_id, probe=probe, probe_gold=probe_gold, command="sweep", compare=compare, log_model=log_models, example_plots=example_plots)
+    return child(
+        config=config,
+        experiment=experiment,
+        register_model=register_models,
+        parent_run_id=parent_run_id,
+        probe=probe,
+        probe_gold=probe_gold,
+        command="sweep",
+        compare=compare,
+        log_model=log_models,
+        example_plots=example_plots,
+    )
 
 
 def _outcome(future, label: str, config: ExperimentConfig) -> dict[str, Any]:
@@ -96,7 +108,19 @@ def _running_line(client: MlflowClient, parent_run_id: str) -> str | None:
     return "running: " + "; ".join(sorted(parts)) if parts else None
 
 
-def _run_all(jobs, experiment, parent_run_id, probes, threads, max_parallel, register_models: bool = False, log_models: bool = False, report_every: float = 30.0, compares: dict[str, list[str]] | None = None, example_plots: bool = False) -> list[dict[str, Any]]:
+def _run_all(
+    jobs,
+    experiment,
+    parent_run_id,
+    probes,
+    threads,
+    max_parallel,
+    register_models: bool = False,
+    log_models: bool = False,
+    report_every: float = 30.0,
+    compares: dict[str, list[str]] | None = None,
+    example_plots: bool = False,
+) -> list[dict[str, Any]]:
     """Submit ``jobs`` [(label, config)], at most ``max_parallel`` at once; the outcomes in job
     order. Each outcome is reported as it comes, and the runs in progress every
     ``report_every`` seconds. ``probes``: task -> ``([source, target], its gold alignment)``;
@@ -190,7 +214,9 @@ def sweep_flow(
         settle_children(client, parent_run_id)  # a lost worker's run ends FAILED, its rerun linked
         comparison = sweep_parent.log_comparison(client, parent_run_id, results, labels, bands, shown.train_max, workdir)
         # After log_comparison, which uploads all of workdir as plots/.
-        comparison["explorer"] = sweep_parent.log_explorer(client, parent_run_id, results, shown.shared, shown.data_seeds, len(grid_.seeds), workdir / "attention")
+        comparison["explorer"] = sweep_parent.log_explorer(
+            client, parent_run_id, results, shown.shared, shown.data_seeds, len(grid_.seeds), workdir / "attention"
+        )
     except BaseException as exc:
         _abandon(client, parent_run_id, exc)
         raise
@@ -255,5 +281,10 @@ def _promotion(result: dict[str, Any]) -> dict[str, Any]:
     """What the sweep reports of one registered run's promotion."""
     model = result["summary"]["model"]
     decision = model["decision"]
-    return {"label": result["label"], "seed": result["seed"], "model": model["name"], "version": model["version"], **{k: decision[k] for k in ("promoted", "reason")}}
-
+    return {
+        "label": result["label"],
+        "seed": result["seed"],
+        "model": model["name"],
+        "version": model["version"],
+        **{k: decision[k] for k in ("promoted", "reason")},
+    }

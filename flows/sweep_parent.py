@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mlflow.entities import Metric, Param
+
 from attnlab.evaluation.compare import Grid, comparison_table, format_table, run_rows
 from attnlab.evaluation.sweep_results import (
     explorer_runs,
@@ -30,8 +32,6 @@ from attnlab.viz.compare_plots import (
 from attnlab.viz.explorer import write_explorer
 from attnlab.viz.explorer_data import model_entry, sweep_document, sweep_note
 from attnlab.viz.heatmaps import save_figure
-from mlflow.entities import Metric, Param
-
 from mlflow import MlflowClient
 
 

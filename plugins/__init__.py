@@ -11,11 +11,11 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from attnlab.plugins._probe import PluginContractError
     from attnlab.plugins.attention import Attention, AttentionOutput, dot_scores, masked_softmax, weighted_sum
     from attnlab.plugins.decoder import AttentionFactory, Decoder, DecoderOutput, State
     from attnlab.plugins.encoder import Encoder, EncoderOutput
     from attnlab.plugins.options import require_positive_int, require_probability
-    from attnlab.plugins._probe import PluginContractError
     from attnlab.plugins.registry import (
         GROUPS,
         PluginError,

@@ -5,9 +5,10 @@ message), the checks of tensors, distributions and agreeing paths, and the probe
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, ParamSpec, Sequence, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import torch
 from torch import Tensor, nn
@@ -63,9 +64,7 @@ class Subject:
         return f"{singular} {self.cls.__qualname__} ({self.target}, not installed as a plugin)"
 
     def fail(self, problem: str, expected: Any = None, got: Any = None) -> PluginContractError:
-        return PluginContractError(
-            self.label(), problem, None if expected is None else str(expected), None if got is None else str(got)
-        )
+        return PluginContractError(self.label(), problem, None if expected is None else str(expected), None if got is None else str(got))
 
     def call(self, what: str, fn: Callable[_Args, _Result], *args: _Args.args, **kwargs: _Args.kwargs) -> _Result:
         """``fn(*args, **kwargs)``; whatever the plugin raises becomes a PluginContractError."""
@@ -105,9 +104,7 @@ def positive_int(subject: Subject, what: str, value: object) -> int:
     return value
 
 
-def check_distribution(
-    subject: Subject, what: str, weights: Tensor, mask: Tensor, expected: tuple[int, ...], names: str
-) -> None:
+def check_distribution(subject: Subject, what: str, weights: Tensor, mask: Tensor, expected: tuple[int, ...], names: str) -> None:
     """weights [B, ..., Lk]: the given shape, non-negative, exactly 0 where ``mask`` [B, Lk] is
     False, rows summing to 1."""
     check_tensor(subject, what, weights, expected, names)
@@ -115,7 +112,8 @@ def check_distribution(
     masked = weights.masked_select(~keep)
     if masked.numel() and bool((masked != 0).any()):
         raise subject.fail(
-            f"{what} on masked (padding) keys", "exactly 0 (use masked_softmax(scores, mask))",
+            f"{what} on masked (padding) keys",
+            "exactly 0 (use masked_softmax(scores, mask))",
             f"values up to {float(masked.abs().max()):.3g}",
         )
     if bool((weights < 0).any()):
@@ -123,7 +121,9 @@ def check_distribution(
     sums = weights.sum(-1)
     worst = float((sums - 1).abs().max())
     if worst > TOLERANCE:
-        raise subject.fail(f"{what}: rows summed over the unmasked keys", "1", f"sums from {float(sums.min()):.4g} to {float(sums.max()):.4g}")
+        raise subject.fail(
+            f"{what}: rows summed over the unmasked keys", "1", f"sums from {float(sums.min()):.4g} to {float(sums.max()):.4g}"
+        )
 
 
 def check_close(subject: Subject, what: str, a: Tensor, b: Tensor) -> None:
@@ -173,7 +173,7 @@ def overrides(obj: object, base: type, name: str) -> bool:
 def required_options(cls: type, fixed: int) -> list[str]:
     """Names of the keyword options of ``cls.__init__`` that have no default, skipping the first
     ``fixed`` (positional, contract) parameters."""
-    params = [p for p in inspect.signature(getattr(cls, "__init__")).parameters.values() if p.name != "self"]
+    params = [p for p in inspect.signature(getattr(cls, "__init__")).parameters.values() if p.name != "self"]  # noqa: B009 (mypy: cls.__init__ is unsound)
     return [
         p.name for p in params[fixed:]
         if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)

@@ -71,7 +71,8 @@ def _attention_output(subject: Subject, call: str, scorer: Attention, out: objec
     if out.weights is None:
         raise subject.fail(
             f"{call}: weights (set the class attribute attends = False for a scorer without weights)",
-            "a tensor [B, Lq, Lk]", "None",
+            "a tensor [B, Lq, Lk]",
+            "None",
         )
     check_distribution(subject, f"{call}: weights", out.weights, mask, (b, lq, lk), "[B, Lq, Lk]")
     heads = out.head_weights
@@ -106,18 +107,24 @@ def probe_encoder(encoder: Encoder, subject: Subject | None = None) -> tuple[Enc
         check_tensor(subject, f"{call}: summary", out.summary, (len(lengths), dim), "[B, output_dim]")
         row, length = 1, lengths[1]
         alone = subject.call(
-            f"forward of one source without padding, src [1, {length}]", encoder, src[row : row + 1, :length], src_mask[row : row + 1, :length]
+            f"forward of one source without padding, src [1, {length}]",
+            encoder,
+            src[row : row + 1, :length],
+            src_mask[row : row + 1, :length],
         )
         if not isinstance(alone, EncoderOutput):
             raise subject.fail("forward(...) result", "EncoderOutput(outputs, summary)", type(alone).__name__)
-        check_close(subject, "outputs of a source alone vs. in a padded batch (padding must not change them)", alone.outputs[0], out.outputs[row, :length])
+        check_close(
+            subject,
+            "outputs of a source alone vs. in a padded batch (padding must not change them)",
+            alone.outputs[0],
+            out.outputs[row, :length],
+        )
         check_close(subject, "summary of a source alone vs. in a padded batch", alone.summary[0], out.summary[row])
     return out, src, src_mask
 
 
-def probe_decoder(
-    decoder: Decoder, memory: EncoderOutput, src_mask: Tensor, subject: Subject | None = None
-) -> DecoderOutput:
+def probe_decoder(decoder: Decoder, memory: EncoderOutput, src_mask: Tensor, subject: Subject | None = None) -> DecoderOutput:
     """Check a decoder over ``memory`` (outputs [B, Ls, memory_dim], summary [B, memory_dim]):
     ``start`` gives batch-first state tensors, ``step`` logits [B, V] and weights [B, 1, Ls] or
     None, ``forward`` logits [B, Lt, V] and weights [B, Lt, Ls] or None, the same logits as the
@@ -169,4 +176,3 @@ def _state(subject: Subject, what: str, state: object, batch: int) -> None:
     for part in state:
         if part.dim() == 0 or part.shape[0] != batch:
             raise subject.fail(f"{what}: every state tensor batch-first", f"first axis {batch}", shape(part))
-

@@ -34,7 +34,8 @@ def probe_task(task: Task, subject: Subject | None = None, examples: int = 20, s
         first = next(i for i, (a, b) in enumerate(zip(drawn, again)) if a != b)
         raise subject.fail(
             f"generate({examples}, seed={seed}) twice (draw only from the rng given to sample())",
-            "the same examples", f"{drawn[first]!r} then {again[first]!r}",
+            "the same examples",
+            f"{drawn[first]!r} then {again[first]!r}",
         )
     return drawn
 
@@ -62,7 +63,8 @@ def _example(subject: Subject, task: Task, example: object, longest: int, where:
         got = f"{len(alignment)} entries" if isinstance(alignment, (tuple, list)) else type(alignment).__name__
         raise subject.fail(
             f"{where}: alignment of target {target!r}",
-            f"one entry per target character ({len(target)}; none for EOS)", got,
+            f"one entry per target character ({len(target)}; none for EOS)",
+            got,
         )
     for t, entry in enumerate(alignment):
         if not isinstance(entry, (tuple, list)) or not all(isinstance(i, int) and not isinstance(i, bool) for i in entry):
@@ -71,5 +73,6 @@ def _example(subject: Subject, task: Task, example: object, longest: int, where:
         if outside:
             raise subject.fail(
                 f"{where}: alignment entry {t} (target {target[t]!r}) for source {source!r}",
-                f"indices in 0..{len(source) - 1}", outside,
+                f"indices in 0..{len(source) - 1}",
+                outside,
             )

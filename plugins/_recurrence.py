@@ -14,9 +14,10 @@ seconds, needs a C++ compiler), later ones run faster.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Callable, Iterator, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import torch
 from torch import Tensor
@@ -82,9 +83,7 @@ def cell_backward(dh: Tensor, h: Tensor, rz: Tensor, n: Tensor, ghn: Tensor) -> 
     return torch.cat([dr, dz, dn], 1), torch.cat([dr, dz, dn * r], 1), dh * z
 
 
-def _gru_forward(
-    tokens: Tensor, table: Tensor, h0: Tensor, w_hh: Tensor, b_hh: Tensor
-) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+def _gru_forward(tokens: Tensor, table: Tensor, h0: Tensor, w_hh: Tensor, b_hh: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """tokens long [T, B], table [V, 3H], h0 [B, H] -> states [T + 1, B, H] (h0 first),
     rz [T, B, 2H], n and ghn [T, B, H]."""
     states = [h0]
@@ -168,9 +167,7 @@ class GRUScan(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, d_out: Tensor) -> tuple[None, Tensor, Tensor | None, Tensor, Tensor]:
         tokens, table, states, rzs, ns, ghns, w_hh = ctx.saved_tensors
-        d_gi, d_ghn, d_b_hh, d_h0 = loop(_gru_backward)(
-            d_out.contiguous(), states, rzs, ns, ghns, w_hh, ctx.needs_input_grad[2]
-        )
+        d_gi, d_ghn, d_b_hh, d_h0 = loop(_gru_backward)(d_out.contiguous(), states, rzs, ns, ghns, w_hh, ctx.needs_input_grad[2])
         d_w_hh = hidden_weight_grad(d_gi, d_ghn, states[:-1])
         return None, table_grad(d_gi, tokens, table), d_h0, d_w_hh, d_b_hh
 

@@ -64,7 +64,8 @@ What a scorer author needs to know:
 from __future__ import annotations
 
 import weakref
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor, nn
@@ -169,9 +170,7 @@ class Attention(Configurable, nn.Module):
         """Raw energies. query [B, Lq, Dq], keys [B, Lk, Dk] -> [B, Lq, Lk]."""
         raise NotImplementedError(f"{type(self).__name__} must override score() or forward()")
 
-    def forward(
-        self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None = None
-    ) -> AttentionOutput:
+    def forward(self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None = None) -> AttentionOutput:
         """query [B, Lq, Dq], keys [B, Lk, Dk], values [B, Lk, Dv], mask bool [B, Lk]."""
         weights = masked_softmax(self.score(query, keys), mask)
         return AttentionOutput(weighted_sum(weights, values), weights)
@@ -182,9 +181,7 @@ class Attention(Configurable, nn.Module):
         A recurrent decoder then runs all its steps in one fused loop."""
         return None
 
-    def context_only(
-        self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None = None
-    ) -> Tensor:
+    def context_only(self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None = None) -> Tensor:
         """The context [B, Lq, Dv] alone, for training where the weights are not needed.
 
         Equal to ``forward(...).context``; a scorer may override it with a fused kernel.

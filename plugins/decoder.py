@@ -29,7 +29,8 @@ A decoder plugin subclasses :class:`Decoder` and is registered under ``attnlab.d
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor, nn
@@ -90,9 +91,7 @@ class Decoder(Configurable, nn.Module):
         """The state before the first step (batch-first tensors)."""
         raise NotImplementedError
 
-    def step(
-        self, tokens: Tensor, state: State, memory: EncoderOutput, src_mask: Tensor
-    ) -> tuple[Tensor, State, AttentionOutput]:
+    def step(self, tokens: Tensor, state: State, memory: EncoderOutput, src_mask: Tensor) -> tuple[Tensor, State, AttentionOutput]:
         """One step. tokens: long [B] (the previous output, SOS first).
 
         Returns logits [B, V], the new state, and the step's attention (Lq = 1).

@@ -60,9 +60,7 @@ class Encoder(Configurable, nn.Module):
     def __init__(self, vocab_size: int, embedding_dim: int, hidden_size: int, **options: Any) -> None:
         super().__init__()
         reject_unknown(type(self), options, self._fixed)
-        require_positive_int(
-            vocab_size=vocab_size, embedding_dim=embedding_dim, hidden_size=hidden_size
-        )
+        require_positive_int(vocab_size=vocab_size, embedding_dim=embedding_dim, hidden_size=hidden_size)
         self.vocab_size = vocab_size
         self.embedding_dim = embedding_dim
         self.hidden_size = hidden_size

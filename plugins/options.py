@@ -46,10 +46,7 @@ def reject_unknown(cls: type, options: dict[str, Any], fixed: tuple[str, ...]) -
     ones."""
     if options:
         allowed = option_names(cls, fixed)
-        raise ValueError(
-            f"{cls.__name__} got unknown option(s) {first_few(sorted(options))}; "
-            f"allowed: {', '.join(allowed) or 'none'}"
-        )
+        raise ValueError(f"{cls.__name__} got unknown option(s) {first_few(sorted(options))}; allowed: {', '.join(allowed) or 'none'}")
 
 
 def require_positive_int(**values: object) -> None:

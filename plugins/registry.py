@@ -131,14 +131,12 @@ def load_plugin(group: str, name: str) -> type:
         obj = info.entry_point.load()
     except Exception as exc:  # a broken plugin fails alone, whatever it raised
         raise PluginError(
-            f"{singular} {name!r} ({info.target}, from {info.distribution}) failed to import: "
-            f"{type(exc).__name__}: {exc}"
+            f"{singular} {name!r} ({info.target}, from {info.distribution}) failed to import: {type(exc).__name__}: {exc}"
         ) from exc
     base = base_class(key)
     if not (isinstance(obj, type) and issubclass(obj, base)):
         raise PluginError(
-            f"{singular} {name!r} ({info.target}, from {info.distribution}) is not a subclass of "
-            f"attnlab.plugins.{base.__name__}"
+            f"{singular} {name!r} ({info.target}, from {info.distribution}) is not a subclass of attnlab.plugins.{base.__name__}"
         )
     return obj
 

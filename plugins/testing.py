@@ -103,7 +103,8 @@ def _gradients(subject: Subject, module: torch.nn.Module, loss: torch.Tensor, wh
             raise subject.fail(
                 f"gradient of parameter {name!r} after a backward pass through {what} "
                 "(an unused layer, or a computation detached from the graph?)",
-                "a non-zero gradient", "None" if param.grad is None else "all zeros",
+                "a non-zero gradient",
+                "None" if param.grad is None else "all zeros",
             )
 
 
@@ -121,7 +122,8 @@ def _check_scorer(subject: Subject, options: dict[str, Any]) -> None:
             raise subject.fail(
                 f"with query_dim={QUERY_DIM}, key_dim={OTHER_KEY_DIM} (a decoder asks for its own sizes; a "
                 f"scorer that needs them equal must raise ValueError in __init__ when they are not): {exc.problem}",
-                exc.expected, exc.got,
+                exc.expected,
+                exc.got,
             ) from exc
     if scorer.attends:
         gen = torch.Generator().manual_seed(2)

@@ -19,14 +19,14 @@ ROOT = Path(os.environ["ATTNLAB_TEST_ROOT"])
 ATTNLAB = str(Path(sys.executable).with_name("attnlab"))
 
 
-
 def homes() -> dict[str, str]:
     """Where each program of this process keeps its state, as the program resolves it."""
-    import attnlab.flows  # noqa: F401  (as every attnlab command starts)
     import matplotlib
+    from prefect.settings import get_current_settings
+
+    import attnlab.flows  # noqa: F401  (as every attnlab command starts)
     from attnlab.data.cache import cache_root
     from attnlab.flows.tracking.store import resolve_store
-    from prefect.settings import get_current_settings
 
     return {
         "HOME": str(Path.home()),

@@ -22,7 +22,7 @@ TESTS = Path(__file__).parent
 #: The one deadline: how long after the kill the run's processes may still be there.
 GRACE_SECONDS = 20
 
-INNER_TEST = '''
+INNER_TEST = """
 import json, os, subprocess, sys
 from pathlib import Path
 
@@ -46,7 +46,7 @@ def test_starts_processes_and_waits():
     ready.with_suffix(".part").rename(ready)
     for child in children:
         child.wait()
-'''
+"""
 
 
 def inner_run(folder: Path) -> subprocess.Popen:

@@ -12,8 +12,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from attnlab.lab.config import ExperimentConfig
 from attnlab.data.splits import SPLIT_NAMES, Splits
+from attnlab.lab.config import ExperimentConfig
 from attnlab.plugins import Example
 
 #: Config fields that cannot change the generated data; every other field is part of the data

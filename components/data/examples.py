@@ -3,7 +3,7 @@ rows of the predictions table."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 

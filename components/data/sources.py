@@ -7,7 +7,8 @@ A model of a config answers sources of its task (``task_options``) and, with
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from attnlab.plugins import Task, create_plugin
 from attnlab.plugins.task import shown

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from attnlab.plugins import Example, Task
 from attnlab.data.vocab import PAD, Vocab, pad_batch
+from attnlab.plugins import Example, Task
 
 SPLIT_NAMES = ("train", "validation", "test")
 
@@ -54,8 +54,7 @@ def draw_distinct(task: Task, n: int, rng: random.Random, exclude: AbstractSet[s
     if len(by_key) == n:
         return list(by_key.values())
     raise ValueError(
-        f"could only draw {len(by_key)} distinct examples of {n} from {type(task).__name__}; "
-        "ask for fewer or widen the task's options"
+        f"could only draw {len(by_key)} distinct examples of {n} from {type(task).__name__}; ask for fewer or widen the task's options"
     )
 
 
@@ -107,17 +106,17 @@ class EncodedExamples:
     def __len__(self) -> int:
         return self.src.shape[0]
 
-    def rows(self, index: slice | Tensor) -> "EncodedExamples":
+    def rows(self, index: slice | Tensor) -> EncodedExamples:
         """The rows selected by ``index`` (a slice or a long index tensor)."""
         return EncodedExamples(self.src[index], self.src_mask[index], self.tgt[index], self.source_lengths[index])
 
-    def trimmed(self) -> "EncodedExamples":
+    def trimmed(self) -> EncodedExamples:
         """The same rows without the padding columns that no row needs."""
         src_len = int(self.source_lengths.max())
         tgt_len = int((self.tgt != PAD).sum(dim=1).max())
         return EncodedExamples(self.src[:, :src_len], self.src_mask[:, :src_len], self.tgt[:, :tgt_len], self.source_lengths)
 
-    def to(self, device: torch.device | str) -> "EncodedExamples":
+    def to(self, device: torch.device | str) -> EncodedExamples:
         return EncodedExamples(*(t.to(device) for t in (self.src, self.src_mask, self.tgt, self.source_lengths)))
 
 

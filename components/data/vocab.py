@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 import torch
 from torch import Tensor
@@ -22,7 +22,7 @@ class Vocab:
     chars: tuple[str, ...]
 
     @classmethod
-    def from_alphabet(cls, alphabet: Iterable[str]) -> "Vocab":
+    def from_alphabet(cls, alphabet: Iterable[str]) -> Vocab:
         """A vocabulary of the distinct characters of ``alphabet``, sorted."""
         return cls(tuple(sorted(set(alphabet))))
 

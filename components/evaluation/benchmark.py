@@ -12,8 +12,8 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from attnlab.lab.config import ExperimentConfig
 from attnlab.data.splits import draw_distinct
+from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import build_task
 from attnlab.plugins import Example
 

@@ -117,9 +117,7 @@ class ErasureTally:
 
 
 @torch.inference_mode()
-def erase_batch(
-    model: Seq2Seq, data: EncodedExamples, examples: list[Example], tally: ErasureTally, generator: torch.Generator
-) -> None:
+def erase_batch(model: Seq2Seq, data: EncodedExamples, examples: list[Example], tally: ErasureTally, generator: torch.Generator) -> None:
     """Run the three probes at every aligned step of ``data`` (rows = ``examples``) into ``tally``.
 
     One unerased step for all rows, then one step for the three probes at once (batch 3N), per

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+
 from attnlab.data.examples import EXAMPLE_PLOTS, pick_examples
 from attnlab.model.predict import Prediction
 

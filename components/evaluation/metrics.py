@@ -15,11 +15,11 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from attnlab.evaluation.alignment import AlignmentTally
 from attnlab.data.splits import EncodedExamples, encode_examples
-from attnlab.model.decode import beam_search, default_max_length, greedy_decode
+from attnlab.evaluation.alignment import AlignmentTally
 from attnlab.evaluation.erasure import erasure_metrics
 from attnlab.model.assembly import Seq2Seq
+from attnlab.model.decode import beam_search, default_max_length, greedy_decode
 from attnlab.plugins import Example
 
 

@@ -7,7 +7,8 @@ a JSON-ready dict, rendered for a terminal by :func:`format_comparison`.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from attnlab.ops.run_listing import Record, short_id, started
 

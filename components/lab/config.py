@@ -51,8 +51,7 @@ class ExperimentConfig(BaseModel):
     task_options: dict[str, Any] = Field(default_factory=dict)
     test_task_options: dict[str, Any] = Field(
         default_factory=dict,
-        description="task options overriding task_options for the test split only "
-        "(e.g. longer sources than training saw)",
+        description="task options overriding task_options for the test split only (e.g. longer sources than training saw)",
     )
     scorer: str = Field("scaled_dot", description="attention scorer plugin name (attnlab.scorers)")
     scorer_options: dict[str, Any] = Field(default_factory=dict)
@@ -87,9 +86,7 @@ class ExperimentConfig(BaseModel):
         "seconds, then each step is faster; pays off on long runs with fixed-length examples",
     )
     clip_norm: PositiveFloat = Field(1.0, description="gradient clipping (max global norm)")
-    teacher_forcing: float = Field(
-        1.0, ge=0.0, le=1.0, allow_inf_nan=False, description="probability of feeding the gold previous token"
-    )
+    teacher_forcing: float = Field(1.0, ge=0.0, le=1.0, allow_inf_nan=False, description="probability of feeding the gold previous token")
     target_exact_match: float | None = Field(
         0.999, gt=0.0, le=1.0, allow_inf_nan=False, description="stop early once validation exact match reaches this"
     )

@@ -45,10 +45,7 @@ def read_yaml(path: Path) -> dict[str, Any]:
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise UserError(
-            f"config file {str(path)!r} must hold a mapping of config keys (e.g. 'epochs: 5'), "
-            f"not a {type(data).__name__}"
-        )
+        raise UserError(f"config file {str(path)!r} must hold a mapping of config keys (e.g. 'epochs: 5'), not a {type(data).__name__}")
     return data
 
 

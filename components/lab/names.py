@@ -19,8 +19,7 @@ def check_name(name: str, flag: str = "--experiment") -> str:
         raise UserError(f"{flag}: a name of {len(name)} characters; give at most {MAX_NAME_LENGTH}")
     if not SAFE_NAME.fullmatch(name):
         raise UserError(
-            f"{flag} {name!r}: use only letters, digits, '-', '_' and '.' (not first); "
-            "the name becomes a folder of the MLflow store"
+            f"{flag} {name!r}: use only letters, digits, '-', '_' and '.' (not first); the name becomes a folder of the MLflow store"
         )
     return name
 

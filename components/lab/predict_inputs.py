@@ -8,8 +8,9 @@ being read (at most :data:`LONGEST_LINE` bytes of it) and the batch being decode
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import BinaryIO, Callable, Iterable, Iterator, Sequence
+from typing import BinaryIO
 
 from attnlab.lab.config import MAX_BEAM
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
+
 from attnlab.lab.names import model_name
 from attnlab.ops.promotion import Decision
 
@@ -18,7 +19,15 @@ def registered_model(task: str, version: str | None) -> dict[str, Any]:
     ``uri`` then None too)."""
     name = model_name(task)
     uri = None if version is None else f"models:/{name}/{version}"
-    return {"name": name, "version": version, "uri": uri, "champion": False, "champion_version": None, "previous_champion": None, "decision": None}
+    return {
+        "name": name,
+        "version": version,
+        "uri": uri,
+        "champion": False,
+        "champion_version": None,
+        "previous_champion": None,
+        "decision": None,
+    }
 
 
 def promotion_summary(decision: Decision, version: str, benchmark: dict[str, Any]) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from attnlab.data.vocab import Vocab
 from attnlab.lab.config import ExperimentConfig
 from attnlab.plugins import (
     Attention,
@@ -18,7 +19,6 @@ from attnlab.plugins import (
     load_plugin,
 )
 from attnlab.plugins._probe import Subject, first_of_each, probe_decoder, probe_encoder, probe_scorer, probe_task
-from attnlab.data.vocab import Vocab
 
 
 class Seq2Seq(nn.Module):
@@ -78,9 +78,7 @@ def build_task(config: ExperimentConfig, split: str = "train") -> Task:
     return task
 
 
-def build_model(
-    config: ExperimentConfig, task: Task, vocabs: tuple[Vocab, Vocab] | None = None, probe: bool = True
-) -> Seq2Seq:
+def build_model(config: ExperimentConfig, task: Task, vocabs: tuple[Vocab, Vocab] | None = None, probe: bool = True) -> Seq2Seq:
     """Instantiate the configured plugins into a Seq2Seq model, seeded by ``config.seed``.
 
     ``vocabs`` (source, target) default to the task's alphabets; a saved model passes the ones

@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 import pickle
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from attnlab.lab.config import ExperimentConfig
 from attnlab.lab.errors import UserError
@@ -58,8 +59,8 @@ def save_bundle(folder: Path, config: ExperimentConfig, model: Seq2Seq) -> Path:
 def load_bundle(folder: Path, device: str | torch.device = "cpu") -> tuple[ExperimentConfig, Task, Seq2Seq]:
     """Rebuild the config, task and model saved by :func:`save_bundle`, in eval mode;
     :class:`DamagedBundle` when the folder's files are missing, damaged or do not fit together."""
-    from attnlab.model.assembly import build_model, build_task
     from attnlab.data.vocab import Vocab
+    from attnlab.model.assembly import build_model, build_task
 
     folder = Path(folder)
     config, (source, target) = read_bundle(folder)
@@ -92,7 +93,9 @@ def _read_json(path: Path) -> tuple[str, Any]:
     except UnicodeDecodeError:
         raise DamagedBundle(f"{path} is not JSON (not UTF-8 text); restore the file saved with the model") from None
     except json.JSONDecodeError as exc:
-        raise DamagedBundle(f"{path} is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); restore the file saved with the model") from None
+        raise DamagedBundle(
+            f"{path} is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); restore the file saved with the model"
+        ) from None
     except OSError as exc:
         raise DamagedBundle(f"cannot read {path}: {exc.strerror or exc}") from None
 
@@ -182,7 +185,9 @@ def _vocab_mismatch(folder: Path, model: Seq2Seq, expected: Shapes, saved: Shape
         return None
     trained = {follows[(name, i)]: saved[name][i] - SPECIAL_COUNT for name, i in differing}
     listed = {"source": len(source.chars), "target": len(target.chars)}
-    sides = "; ".join(f"it lists {listed[side]} {side} characters, the weights were trained with {count}" for side, count in sorted(trained.items()))
+    sides = "; ".join(
+        f"it lists {listed[side]} {side} characters, the weights were trained with {count}" for side, count in sorted(trained.items())
+    )
     return f"{folder / 'vocab.json'} does not match {folder / 'weights.pt'}: {sides}; restore the vocab.json saved with these weights"
 
 
@@ -193,8 +198,16 @@ def _config_mismatch(folder: Path, expected: Shapes, saved: Shapes) -> str:
     if shape is not None:
         detail = f"tensor {shape} is {list(saved[shape])} in the weights but {list(expected[shape])} in the model the config describes"
     elif missing:
-        detail = f"the weights have no tensor {missing[0]}" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "") + ", which the model the config describes needs"
+        detail = (
+            f"the weights have no tensor {missing[0]}"
+            + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
+            + ", which the model the config describes needs"
+        )
     else:
         extra = sorted(saved.keys() - expected.keys())
-        detail = f"the weights hold tensor {extra[0]}" + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else "") + ", which the model the config describes has no place for"
+        detail = (
+            f"the weights hold tensor {extra[0]}"
+            + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else "")
+            + ", which the model the config describes has no place for"
+        )
     return f"{folder / 'config.json'} does not match {folder / 'weights.pt'}: {detail}; restore the config.json saved with these weights"

@@ -7,10 +7,10 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from attnlab.model.cpu_settings import tune_cpu
-from attnlab.model.assembly import Seq2Seq
-from attnlab.plugins.decoder import cat_steps
 from attnlab.data.vocab import EOS, PAD, SOS
+from attnlab.model.assembly import Seq2Seq
+from attnlab.model.cpu_settings import tune_cpu
+from attnlab.plugins.decoder import cat_steps
 
 
 def default_max_length(source_length: int) -> int:
@@ -50,9 +50,7 @@ def greedy_decode(model: Seq2Seq, src: Tensor, src_mask: Tensor, max_length: int
 
 
 @torch.inference_mode()
-def beam_search(
-    model: Seq2Seq, src: Tensor, src_mask: Tensor, max_length: int, beam_size: int
-) -> Tensor:
+def beam_search(model: Seq2Seq, src: Tensor, src_mask: Tensor, max_length: int, beam_size: int) -> Tensor:
     """Beam search with summed log-probabilities; returns the best tokens long [B, T].
 
     All B * beam_size hypotheses advance together in one batch; a hypothesis that emitted EOS

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from attnlab.lab.config import ExperimentConfig
-from attnlab.model.decode import Decoded, beam_search, default_max_length, greedy_decode
-from attnlab.model.assembly import Seq2Seq, build_task
-from attnlab.plugins import Task
-from attnlab.plugins.task import shown
 from attnlab.data.sources import source_problem
 from attnlab.data.vocab import EOS, pad_batch
+from attnlab.lab.config import ExperimentConfig
+from attnlab.model.assembly import Seq2Seq, build_task
+from attnlab.model.decode import Decoded, beam_search, default_max_length, greedy_decode
+from attnlab.plugins import Task
+from attnlab.plugins.task import shown
 
 
 @dataclass(frozen=True)
@@ -40,9 +40,7 @@ def source_limit(config: ExperimentConfig) -> int:
     return longest
 
 
-def source_issue(
-    text: str, task: Task, model: Seq2Seq, longest: int | None = None, test_task: Task | None = None
-) -> str | None:
+def source_issue(text: str, task: Task, model: Seq2Seq, longest: int | None = None, test_task: Task | None = None) -> str | None:
     """Why the task or the model cannot take ``text`` (naming it), or None.
 
     ``longest``: the longest source accepted (see :func:`source_limit`; None: only the encoder's
@@ -60,9 +58,7 @@ def source_issue(
     return None
 
 
-def check_sources(
-    texts: list[str], task: Task, model: Seq2Seq, longest: int | None = None, test_task: Task | None = None
-) -> None:
+def check_sources(texts: list[str], task: Task, model: Seq2Seq, longest: int | None = None, test_task: Task | None = None) -> None:
     """Raise ValueError naming the first input that the task or the model cannot take (see
     :func:`source_issue`)."""
     if not texts:
@@ -104,7 +100,5 @@ def predict(
             weights = decoded.weights[row, :length, : len(text)].tolist()
         if decoded.head_weights is not None:
             heads = decoded.head_weights[row, :, :length, : len(text)].tolist()
-        results.append(
-            Prediction(text, model.tgt_vocab.decode(tokens), list(text), out_tokens, weights, heads)
-        )
+        results.append(Prediction(text, model.tgt_vocab.decode(tokens), list(text), out_tokens, weights, heads))
     return results

@@ -15,9 +15,7 @@ URI_SCHEMES = ("models:/", "runs:/", "file:", "mlflow-artifacts:", "http://", "h
 FORMS = "models:/NAME@ALIAS, models:/NAME/VERSION or runs:/RUN_ID/model"
 RULES = "NAME, and each part of a run's PATH: letters, digits, '-', '_' and '.', not first; VERSION: a number"
 _NAME = SAFE_NAME.pattern
-_MODELS = re.compile(
-    rf"models:/(?:{_NAME}@[A-Za-z0-9_-]+|{_NAME}/(?:\d+|latest|Production|Staging|Archived|None)|m-[0-9a-f]+)"
-)
+_MODELS = re.compile(rf"models:/(?:{_NAME}@[A-Za-z0-9_-]+|{_NAME}/(?:\d+|latest|Production|Staging|Archived|None)|m-[0-9a-f]+)")
 _RUNS = re.compile(rf"runs:/[A-Za-z0-9_-]+(?:/{_NAME})+")
 
 
@@ -42,7 +40,9 @@ def check_model_option(model: str | None) -> None:
     if not path.exists():
         raise UserError(f"--model {model!r} is neither a folder nor an MLflow model URI; give a bundle folder, {FORMS}")
     if not path.is_dir():
-        raise UserError(f"--model {model!r} is a file; give the bundle folder that holds config.json, vocab.json and weights.pt, or {FORMS}")
+        raise UserError(
+            f"--model {model!r} is a file; give the bundle folder that holds config.json, vocab.json and weights.pt, or {FORMS}"
+        )
 
 
 def bundle_folder(model: str | None) -> Path | None:

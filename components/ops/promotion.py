@@ -14,8 +14,9 @@ score is NaN loses to any number. A challenger that cannot be measured on the be
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from attnlab.plugins import Example, Task
 
@@ -63,10 +64,7 @@ def decide(challenger_score: float, champion_score: float | None, margin: float)
         return True, f"the champion scores NaN on the benchmark; challenger {challenger_score:.4f}"
     difference = round(challenger_score - champion_score, PRECISION)
     if difference > margin:
-        return True, (
-            f"challenger {challenger_score:.4f} beats champion {champion_score:.4f} by "
-            f"{difference:.4f} > margin {margin:.4f}"
-        )
+        return True, (f"challenger {challenger_score:.4f} beats champion {champion_score:.4f} by {difference:.4f} > margin {margin:.4f}")
     return False, (
         f"challenger {challenger_score:.4f} does not beat champion {champion_score:.4f} by more "
         f"than margin {margin:.4f} (difference {difference:+.4f})"
@@ -82,7 +80,12 @@ def keep_unusable_champion(why: str) -> tuple[bool, str]:
 
 
 def incomparable_reason(
-    examples: list[Example], benchmark_task: str, task_name: str, test_task: Task, vocab_chars: tuple[str, str], max_source_length: int | None
+    examples: list[Example],
+    benchmark_task: str,
+    task_name: str,
+    test_task: Task,
+    vocab_chars: tuple[str, str],
+    max_source_length: int | None,
 ) -> str | None:
     """Why a model cannot be measured on the benchmark ``examples`` of task ``benchmark_task``,
     or None when it can.

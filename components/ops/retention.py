@@ -11,8 +11,8 @@ right now, or one registered by hand).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 #: Versions a retrain keeps by default (``attnlab schedule --keep``).
 DEFAULT_KEEP = 10

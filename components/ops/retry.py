@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import enum
 import time
-from typing import Callable, Iterator, TypeVar
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 from attnlab.lab.errors import UserError
 from attnlab.ops.faults import out_of_space

@@ -11,8 +11,9 @@ this module builds the rows (JSON-ready dicts) and renders them for a terminal. 
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 #: The run statuses MLflow knows, as ``--status`` accepts them.
 STATUSES = ("RUNNING", "SCHEDULED", "FINISHED", "FAILED", "KILLED")
@@ -34,7 +35,7 @@ def started(start_time: int | None) -> str:
     """A run's start (ms since the epoch) as ``YYYY-MM-DD HH:MM:SS`` in UTC; ``""`` when unknown."""
     if start_time is None:
         return ""
-    return datetime.fromtimestamp(start_time / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    return datetime.fromtimestamp(start_time / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def check_statuses(values: Iterable[str]) -> tuple[str, ...]:

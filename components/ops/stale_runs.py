@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 #: Run tags of the owner and its heartbeat.
 HOST = "attnlab.host"

@@ -16,8 +16,8 @@ PurePosixPath('/data/my store/artifacts/attnlab-date')
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import PurePosixPath
-from typing import Iterable
 from urllib.parse import unquote, urlsplit
 
 

@@ -51,7 +51,8 @@ def settle(children: list[ChildRun]) -> Settlement:
                     plan.tags[child.run_id][RERUN_OF] = attempts[number - 2].run_id
             if child.status == "RUNNING":
                 plan.end[child.run_id] = (
-                    f"its worker was lost; rerun as {later.run_id}" if later is not None
+                    f"its worker was lost; rerun as {later.run_id}"
+                    if later is not None
                     else "still RUNNING when the sweep ended: its worker was lost"
                 )
     return plan

@@ -12,18 +12,18 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
-from attnlab.lab.config import ExperimentConfig
 from attnlab.data.splits import EncodedExamples, Splits, encode_examples, make_splits
 from attnlab.evaluation.metrics import Evaluation, evaluate
+from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import Seq2Seq, build_model, build_task
 from attnlab.plugins import Example, Task
-from attnlab.training.progress import PROGRESS_LOGGER, PeriodicLines, StepCallback, StepProgress, epoch_line, step_line
 from attnlab.training.loop import EpochCallback, TrainResult, train
+from attnlab.training.progress import PROGRESS_LOGGER, PeriodicLines, StepCallback, StepProgress, epoch_line, step_line
 
 
 @dataclass
@@ -61,6 +61,7 @@ def train_model(
     model = build_model(config, task).to(config.torch_device())
     if on_model is not None:
         on_model(model)
+
     def encode(examples: list[Example]) -> EncodedExamples:
         return encode_examples(examples, model.src_vocab, model.tgt_vocab)
 

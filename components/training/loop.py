@@ -9,21 +9,21 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import torch
 import torch.nn.functional as F
 
-from attnlab.lab.config import ExperimentConfig
 from attnlab.data.splits import EncodedExamples
-from attnlab.model.cpu_settings import tune_cpu
+from attnlab.data.vocab import PAD
 from attnlab.evaluation.metrics import decode_texts, exact_match
+from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import Seq2Seq
+from attnlab.model.cpu_settings import tune_cpu
 from attnlab.plugins._recurrence import compiled
 from attnlab.training.progress import StepCallback, StepProgress
-from attnlab.data.vocab import PAD
 
 #: Called after every epoch with that epoch's metrics (epoch, train_loss, val_loss,
 #: val_exact_match, seconds (the whole epoch), train_seconds (its optimisation steps alone),
@@ -63,9 +63,7 @@ class TrainResult:
     train_seconds: float = 0.0
 
 
-def length_bucketed_batches(
-    lengths: torch.Tensor, batch_size: int, generator: torch.Generator, pool: int = 1
-) -> list[torch.Tensor]:
+def length_bucketed_batches(lengths: torch.Tensor, batch_size: int, generator: torch.Generator, pool: int = 1) -> list[torch.Tensor]:
     """Shuffled batches of row indices in which sources have similar lengths.
 
     Rows are shuffled, cut into pools of ``pool`` batches, sorted by length within each pool and
@@ -152,8 +150,7 @@ def _resume(
         raise RefusedFile(f"{path} is not an attnlab checkpoint (no {', '.join(sorted(missing))})")
     if state["config"] != config.model_dump(mode="json"):
         raise ValueError(
-            f"checkpoint {path} was written by a different configuration; "
-            "delete it or point the run at another checkpoint file"
+            f"checkpoint {path} was written by a different configuration; delete it or point the run at another checkpoint file"
         )
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])

@@ -16,8 +16,8 @@ Nothing here knows about a terminal, Prefect or MLflow.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 #: The logger that progress lines go to (the CLI prints it; silence it with
 #: ``logging.getLogger("attnlab.progress").setLevel(logging.WARNING)``).

@@ -13,7 +13,7 @@ one epoch still shows attention moving from diffuse to aligned.
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg

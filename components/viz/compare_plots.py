@@ -14,7 +14,8 @@ seed), as returned by the train flow (``by_length``, ``history``, ``probe``).
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -66,7 +67,9 @@ def accuracy_by_length(runs: Runs, train_max_length: int | None = None) -> Figur
     for label, summaries in runs.items():
         curve = mean_by_length(summaries)
         if len(curve):
-            ax.plot(curve.index, curve.values, marker="o", markersize=3, label=f"{label} ({len(summaries)} seed{'s' * (len(summaries) > 1)})")
+            ax.plot(
+                curve.index, curve.values, marker="o", markersize=3, label=f"{label} ({len(summaries)} seed{'s' * (len(summaries) > 1)})"
+            )
             longest = max(longest or 0, int(curve.index.max()))
     xlabel = "source length (characters)"
     if train_max_length is not None:
@@ -143,12 +146,14 @@ def attention_side_by_side(panels: Sequence[tuple[str, dict[str, Any] | None]], 
             ax.text(0.5, 0.5, f"{label}\n\n{reason}", ha="center", va="center", wrap=True)
             continue
         gold = probe.get("gold")
-        image = draw_attention(ax, np.asarray(probe["weights"], dtype=float), probe["source_tokens"], probe["output_tokens"], family, gold, legend=False)
+        image = draw_attention(
+            ax, np.asarray(probe["weights"], dtype=float), probe["source_tokens"], probe["output_tokens"], family, gold, legend=False
+        )
         gold_shown = gold_shown or gold is not None
         ax.tick_params(labelsize=6)
         mark = "right" if probe.get("correct") else "wrong"
         ax.set_title(f"{label} ({mark})", fontsize="medium")
-    for ax in axes[len(panels):]:
+    for ax in axes[len(panels) :]:
         ax.remove()
     if image is not None:
         fig.colorbar(image, ax=[a for a in axes[: len(panels)]], shrink=0.6, label="attention weight")
@@ -157,4 +162,3 @@ def attention_side_by_side(panels: Sequence[tuple[str, dict[str, Any] | None]], 
     if source is not None:
         fig.suptitle(f"attention on {source!r} (rows: output, columns: source)", fontfamily=family)
     return fig
-

@@ -17,7 +17,8 @@ Pure: no Prefect, no MLflow; plain dicts and lists out.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from attnlab.data.splits import encode_examples
 from attnlab.evaluation.metrics import decode_texts
@@ -154,7 +155,13 @@ def model_entry(
     name: str, examples: list[dict[str, Any]], metrics: Mapping[str, float] | None = None, snapshots: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """One entry of a document's ``models``."""
-    return {"name": name, "metrics": shown_metrics(metrics or {}), "views": views_of(examples), "examples": examples, "snapshots": snapshots}
+    return {
+        "name": name,
+        "metrics": shown_metrics(metrics or {}),
+        "views": views_of(examples),
+        "examples": examples,
+        "snapshots": snapshots,
+    }
 
 
 def run_document(

@@ -110,7 +110,11 @@ def _snapshots(snapshots: Any, where: str) -> dict[str, Any]:
             given = _list(snapshots[key], f"{where}.{key}")
             _require(len(given) == len(epochs), f"{where}.{key}", f"has {len(given)} entries, expected {len(epochs)} (one per snapshot)")
             for i, value in enumerate(given):
-                _require(isinstance(value, kind) and not isinstance(value, bool), f"{where}.{key}[{i}]", f"must be a {kind.__name__}, got {value!r}")
+                _require(
+                    isinstance(value, kind) and not isinstance(value, bool),
+                    f"{where}.{key}[{i}]",
+                    f"must be a {kind.__name__}, got {value!r}",
+                )
     examples = []
     for e, example in enumerate(_list(snapshots.get("examples"), f"{where}.examples")):
         here = f"{where}.examples[{e}]"
@@ -226,4 +230,3 @@ def _require(condition: bool, where: str, problem: str) -> None:
 
 def _invalid(where: str, problem: str) -> ValueError:
     return ValueError(f"explorer document: {where}: {problem}")
-

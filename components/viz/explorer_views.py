@@ -8,7 +8,8 @@ Pure: no Prefect, no MLflow; plain dicts and lists out.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -77,9 +78,7 @@ def model_views(
     return out
 
 
-def _batch_views(
-    model: Seq2Seq, items: Sequence[Example | str], max_length: int | None, device: torch.device
-) -> list[dict[str, Any]]:
+def _batch_views(model: Seq2Seq, items: Sequence[Example | str], max_length: int | None, device: torch.device) -> list[dict[str, Any]]:
     sources = [item.source if isinstance(item, Example) else item for item in items]
     src, mask = pad_batch([model.src_vocab.encode(text) for text in sources])
     src, mask = src.to(device), mask.to(device)

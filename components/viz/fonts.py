@@ -32,8 +32,7 @@ def bundled_cjk_font() -> Path:
     fonts = sorted(p for d in dirs for p in Path(d, "fonts").glob("*.ttf"))
     if not fonts:
         raise RuntimeError(
-            "No CJK font found: install the 'matplotlib-fontja' package "
-            "(pip install matplotlib-fontja) to render CJK characters."
+            "No CJK font found: install the 'matplotlib-fontja' package (pip install matplotlib-fontja) to render CJK characters."
         )
     return fonts[0]
 

@@ -26,17 +26,18 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from matplotlib import font_manager
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
-from matplotlib.image import AxesImage
-from matplotlib.legend import Legend
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.image import AxesImage
+from matplotlib.legend import Legend
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
@@ -72,21 +73,16 @@ def _as_array(weights: Any, ndim: int) -> np.ndarray:
     return array
 
 
-def _check_shape(shape: tuple[int, ...], source_tokens: Sequence[str],
-                 output_tokens: Sequence[str]) -> None:
+def _check_shape(shape: tuple[int, ...], source_tokens: Sequence[str], output_tokens: Sequence[str]) -> None:
     expected = (len(output_tokens), len(source_tokens))
     if tuple(shape[-2:]) != expected:
-        raise ValueError(
-            f"weights shape {tuple(shape)} does not match (len(output_tokens), len(source_tokens)) "
-            f"= {expected}"
-        )
+        raise ValueError(f"weights shape {tuple(shape)} does not match (len(output_tokens), len(source_tokens)) = {expected}")
 
 
 def argmax_cells(matrix: np.ndarray) -> list[tuple[int, int]]:
     """``(row, column)`` of the largest weight of each row of the ``[Lt, Ls]`` ``matrix`` that
     holds weights (finite, not all zero); ties go to the first column."""
-    return [(r, int(np.argmax(row))) for r, row in enumerate(matrix)
-            if row.size and np.isfinite(row).all() and row.max() > 0]
+    return [(r, int(np.argmax(row))) for r, row in enumerate(matrix) if row.size and np.isfinite(row).all() and row.max() > 0]
 
 
 def gold_cells(gold: Sequence[Sequence[int]], rows: int, columns: int) -> list[tuple[int, int]]:
@@ -103,8 +99,9 @@ def gold_cells(gold: Sequence[Sequence[int]], rows: int, columns: int) -> list[t
 
 def marker_handles(gold: bool) -> list[Artist]:
     """Legend entries for the markers: the argmax dot, and the gold outline when ``gold``."""
-    handles: list[Artist] = [Line2D([], [], linestyle="", marker="o", markersize=6, markerfacecolor="white",
-                      markeredgecolor="black", label=ARGMAX_LABEL)]
+    handles: list[Artist] = [
+        Line2D([], [], linestyle="", marker="o", markersize=6, markerfacecolor="white", markeredgecolor="black", label=ARGMAX_LABEL)
+    ]
     if gold:
         handles.append(Patch(facecolor="none", edgecolor=GOLD_COLOR, linewidth=2, label=GOLD_LABEL))
     return handles
@@ -114,13 +111,18 @@ def marker_legend(fig: Figure, gold: bool) -> Legend:
     """One legend below the whole (constrained-layout) figure, outside every axes and colorbar,
     explaining the argmax dot and, when ``gold``, the gold outline."""
     handles = marker_handles(gold)
-    return fig.legend(handles=handles, loc="outside lower center", ncols=len(handles),
-                      fontsize="small", frameon=False)
+    return fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize="small", frameon=False)
 
 
-def draw_attention(ax: Axes, matrix: np.ndarray, source_tokens: Sequence[str],
-                   output_tokens: Sequence[str], family: str,
-                   gold: Sequence[Sequence[int]] | None = None, legend: bool = True) -> AxesImage:
+def draw_attention(
+    ax: Axes,
+    matrix: np.ndarray,
+    source_tokens: Sequence[str],
+    output_tokens: Sequence[str],
+    family: str,
+    gold: Sequence[Sequence[int]] | None = None,
+    legend: bool = True,
+) -> AxesImage:
     """Draw one ``[Lt, Ls]`` matrix on ``ax``: source on the top x axis, output on the y axis,
     each axis labelled with its name; a dot on the argmax of every row and, with ``gold``, a red
     outline around every gold cell (cell ``(row, column)`` is centred at ``x=column, y=row``).
@@ -141,22 +143,26 @@ def draw_attention(ax: Axes, matrix: np.ndarray, source_tokens: Sequence[str],
     if gold is not None:
         side = 1 - 2 * GOLD_INSET
         for r, c in gold_cells(gold, *matrix.shape):
-            ax.add_patch(Rectangle((c - 0.5 + GOLD_INSET, r - 0.5 + GOLD_INSET), side, side, fill=False,
-                                   edgecolor=GOLD_COLOR, linewidth=2, zorder=3))
+            ax.add_patch(
+                Rectangle((c - 0.5 + GOLD_INSET, r - 0.5 + GOLD_INSET), side, side, fill=False, edgecolor=GOLD_COLOR, linewidth=2, zorder=3)
+            )
     peaks = argmax_cells(matrix)
     if peaks:
         rows, columns = zip(*peaks)
-        ax.scatter(columns, rows, s=22, marker="o", facecolors="white", edgecolors="black",
-                   linewidths=0.8, zorder=4)
+        ax.scatter(columns, rows, s=22, marker="o", facecolors="white", edgecolors="black", linewidths=0.8, zorder=4)
     if legend:
         handles = marker_handles(gold is not None)
-        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.02), ncols=1,
-                  fontsize="small", frameon=False)
+        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.02), ncols=1, fontsize="small", frameon=False)
     return image
 
 
-def attention_heatmap(weights: Any, source_tokens: Sequence[str], output_tokens: Sequence[str],
-                      title: str | None = None, gold: Sequence[Sequence[int]] | None = None) -> Figure:
+def attention_heatmap(
+    weights: Any,
+    source_tokens: Sequence[str],
+    output_tokens: Sequence[str],
+    title: str | None = None,
+    gold: Sequence[Sequence[int]] | None = None,
+) -> Figure:
     """Heatmap of attention ``weights`` with shape ``[len(output_tokens), len(source_tokens)]``.
 
     Source tokens label the x axis (top), output tokens the y axis; colours span 0..1 with a
@@ -167,8 +173,7 @@ def attention_heatmap(weights: Any, source_tokens: Sequence[str], output_tokens:
     matrix = _as_array(weights, 2)
     _check_shape(matrix.shape, source_tokens, output_tokens)
     family = cjk_font_family()
-    fig = Figure(figsize=(max(4.5, 0.45 * len(source_tokens) + 2),
-                          max(3.5, 0.4 * len(output_tokens) + 2.0)), layout="constrained")
+    fig = Figure(figsize=(max(4.5, 0.45 * len(source_tokens) + 2), max(3.5, 0.4 * len(output_tokens) + 2.0)), layout="constrained")
     FigureCanvasAgg(fig)  # Agg canvas: fig.canvas.draw() renders, no pyplot involved
     ax = fig.add_subplot()
     image = draw_attention(ax, matrix, source_tokens, output_tokens, family, gold)
@@ -178,8 +183,13 @@ def attention_heatmap(weights: Any, source_tokens: Sequence[str], output_tokens:
     return fig
 
 
-def head_heatmaps(head_weights: Any, source_tokens: Sequence[str], output_tokens: Sequence[str],
-                  title: str | None = None, gold: Sequence[Sequence[int]] | None = None) -> Figure:
+def head_heatmaps(
+    head_weights: Any,
+    source_tokens: Sequence[str],
+    output_tokens: Sequence[str],
+    title: str | None = None,
+    gold: Sequence[Sequence[int]] | None = None,
+) -> Figure:
     """One heatmap per head for ``head_weights`` of shape ``[H, Lt, Ls]``.
 
     Heads are laid out in a grid of up to four columns, each titled ``"head k"``, sharing one

@@ -5,14 +5,14 @@ matplotlib with an Agg canvas, no pyplot state (as :mod:`attnlab.viz.heatmaps`).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
-
-from attnlab.evaluation.alignment import Gold
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from attnlab.evaluation.alignment import Gold
 from attnlab.viz.heatmaps import cjk_font_family, draw_attention, marker_legend
 
 
@@ -21,8 +21,7 @@ def _title(label: str, source: str, output: str, width: int = 24) -> str:
     return f"{label}\n{source} -> {shown}"
 
 
-def attention_by_run(labels: Sequence[str], predictions: Sequence[Sequence[Any]],
-                     golds: Sequence[Gold | None] | None = None) -> Figure:
+def attention_by_run(labels: Sequence[str], predictions: Sequence[Sequence[Any]], golds: Sequence[Gold | None] | None = None) -> Figure:
     """One heatmap per run and input: a column per run (``labels``), a row per input.
 
     ``predictions[i][j]`` is run ``j``'s :class:`attnlab.model.predict.Prediction` for input ``i``

@@ -124,8 +124,8 @@ def serve_ui(server, base: str, links: list[str], timeout: float) -> int:
     print ``links`` and serve until it exits or this process is interrupted or terminated; stop
     it with all its workers. The exit status: the server's, 0 after Ctrl-C, 1 when it did not
     answer in ``timeout`` seconds or exited first (one line saying so)."""
-    from attnlab.flows.services import servers
     from attnlab.flows.cli.support import sigterm_as_interrupt
+    from attnlab.flows.services import servers
     from attnlab.lab.service_options import not_answering_line
 
     try:
@@ -168,7 +168,7 @@ class WaitingLine:
         line = waiting_line(self.name, self.url, elapsed)
         typer.echo(f"\r\033[K{line}" if self.interactive else line, err=True, nl=not self.interactive)
 
-    def __enter__(self) -> "WaitingLine":
+    def __enter__(self) -> WaitingLine:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 from attnlab.flows.cli.support import quiet, user_errors
 from attnlab.flows.tracking.errors import UserError
-from attnlab.model.uri import bundle_folder, check_model_option
 from attnlab.lab.output_paths import check_output_file
+from attnlab.model.uri import bundle_folder, check_model_option
 
 
 def register(app: typer.Typer) -> None:
@@ -35,8 +34,7 @@ def open_store(model: str | None, task: str) -> str:
         if store.embedded and not (store.folder / "mlflow.db").exists():
             store_guard.check_not_lost(store.folder)  # the database is lost, not yet to be made
             raise UserError(
-                f"no registered model {name!r} yet (no MLflow store at {store.folder}); "
-                f"train one first: attnlab train --task {task}"
+                f"no registered model {name!r} yet (no MLflow store at {store.folder}); train one first: attnlab train --task {task}"
             )
         check_store(store, writable=False)  # predicting only reads: a read-only store serves
         use_store(store)
@@ -167,7 +165,9 @@ def save_heatmaps(plot: Path, results, uri: str) -> list[str]:
     return saved
 
 
-def input_options(texts: list[str], file: str | None, skip_bad: bool, beam_size: str | None, plot: Path | None, html: Path | None) -> tuple[str | None, int]:
+def input_options(
+    texts: list[str], file: str | None, skip_bad: bool, beam_size: str | None, plot: Path | None, html: Path | None
+) -> tuple[str | None, int]:
     """(the file to read, None for the arguments; the beam size) from predict's options; UserError
     for a mistake among them: both arguments and --file or neither, --skip-bad without a file,
     a bad --beam-size, --plot/--html with a file or with beam search (they draw greedy
@@ -181,11 +181,15 @@ def input_options(texts: list[str], file: str | None, skip_bad: bool, beam_size:
         raise UserError(str(exc)) from None
     drawn = "--plot" if plot is not None else "--html" if html is not None else None
     if skip_bad and source is None:
-        raise UserError("--skip-bad skips bad lines of --file or '-' input; source arguments are all checked, so leave it out or use --file")
+        raise UserError(
+            "--skip-bad skips bad lines of --file or '-' input; source arguments are all checked, so leave it out or use --file"
+        )
     if drawn and source is not None:
         raise UserError(f"{drawn} draws the inputs given as arguments, not --file or '-' input; give the sources to draw as arguments")
     if drawn and beam > 1:
-        raise UserError(f"{drawn} draws greedy decoding's attention and --beam-size {beam} decodes by beam search, which keeps none; leave out --beam-size (or give 1) to draw")
+        raise UserError(
+            f"{drawn} draws greedy decoding's attention and --beam-size {beam} decodes by beam search, which keeps none; leave out --beam-size (or give 1) to draw"
+        )
     return source, beam
 
 
@@ -207,22 +211,38 @@ def predict_file(source: str, model: str | None, task: str, beam: int, json_outp
 
 
 def predict(
-    texts: Optional[list[str]] = typer.Argument(None, metavar="[TEXT]...", help="source strings, e.g. 25-12-2023; a lone '-' reads them from stdin as --file - does", show_default=False),
-    model: Optional[str] = typer.Option(
+    texts: list[str] | None = typer.Argument(
+        None,
+        metavar="[TEXT]...",
+        help="source strings, e.g. 25-12-2023; a lone '-' reads them from stdin as --file - does",
+        show_default=False,
+    ),
+    model: str | None = typer.Option(
         None, metavar="URI", help="MLflow model URI (models:/NAME@ALIAS, models:/NAME/VERSION, runs:/ID/model) or a bundle folder"
     ),
     task: str = typer.Option("date", metavar="NAME", help="task whose champion to use when --model is not given"),
-    plot: Optional[Path] = typer.Option(
+    plot: Path | None = typer.Option(
         None, metavar="FILE.png", help="save the attention heatmap here (PNG; FILE-N.png for several inputs; missing folders are created)"
     ),
-    html: Optional[Path] = typer.Option(
-        None, metavar="FILE.html", help="write the interactive attention explorer for the inputs here (one self-contained page; missing folders are created)"
+    html: Path | None = typer.Option(
+        None,
+        metavar="FILE.html",
+        help="write the interactive attention explorer for the inputs here (one self-contained page; missing folders are created)",
     ),
-    file: Optional[str] = typer.Option(
-        None, "--file", metavar="PATH", help="read the sources from PATH, one a line ('-': stdin); blank lines are skipped; decoded 256 lines at a time, each batch printed as it is done"
+    file: str | None = typer.Option(
+        None,
+        "--file",
+        metavar="PATH",
+        help="read the sources from PATH, one a line ('-': stdin); blank lines are skipped; decoded 256 lines at a time, each batch printed as it is done",
     ),
-    skip_bad: bool = typer.Option(False, "--skip-bad", help="with --file: skip refused lines (each named on stderr with its line number, then a count) instead of refusing the whole input"),
-    beam_size: Optional[str] = typer.Option(None, "--beam-size", metavar="N", help="decode by beam search with N beams (1..100; default 1 = greedy)"),
+    skip_bad: bool = typer.Option(
+        False,
+        "--skip-bad",
+        help="with --file: skip refused lines (each named on stderr with its line number, then a count) instead of refusing the whole input",
+    ),
+    beam_size: str | None = typer.Option(
+        None, "--beam-size", metavar="N", help="decode by beam search with N beams (1..100; default 1 = greedy)"
+    ),
     json_output: bool = typer.Option(False, "--json", help="print one JSON object (with --file: one a line)"),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="show MLflow's logs"),
 ) -> None:

@@ -14,7 +14,8 @@ import json
 import shutil
 import sys
 import tempfile
-from typing import BinaryIO, Callable
+from collections.abc import Callable
+from typing import BinaryIO
 
 import typer
 
@@ -89,7 +90,10 @@ def predict_lines(
 
 def _print_batch(lines, outputs: list[str], json_output: bool) -> None:
     if json_output:
-        shown = [json.dumps({"line": line.number, "source": line.text, "prediction": output}, ensure_ascii=False) for line, output in zip(lines, outputs)]
+        shown = [
+            json.dumps({"line": line.number, "source": line.text, "prediction": output}, ensure_ascii=False)
+            for line, output in zip(lines, outputs)
+        ]
     else:
         shown = [f"{line.text} -> {output}" for line, output in zip(lines, outputs)]
     typer.echo("\n".join(shown))  # one write (and flush) a batch

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -31,10 +31,9 @@ def register(app: typer.Typer) -> None:
 def open_store(writable: bool = False):
     """(store, client) of the store this process uses, checked (for reading only unless
     ``writable``); UserError when the embedded store holds nothing yet."""
-    from mlflow import MlflowClient
-
     from attnlab.flows.tracking import store_guard
     from attnlab.flows.tracking.store import check_store, resolve_store, use_store
+    from mlflow import MlflowClient
 
     store = resolve_store()
     if store.embedded and not (store.folder / "mlflow.db").exists():
@@ -91,9 +90,9 @@ def recent_runs(client, experiments: dict[str, str], statuses: tuple[str, ...], 
 def champion_runs(client, tasks: set[str]) -> dict[str, str | None]:
     """The run ids of the model versions holding the champion alias of ``attnlab-<task>``, each
     with why its model cannot be loaded (as the last promotion found it), or None."""
+    from attnlab.flows.tracking.promote import UNUSABLE_TAG
     from attnlab.flows.tracking.registry import champion_version
     from attnlab.lab.names import model_name
-    from attnlab.flows.tracking.promote import UNUSABLE_TAG
 
     holders = (champion_version(client, model_name(task)) for task in sorted(tasks))
     return {v.run_id: (v.tags or {}).get(UNUSABLE_TAG) for v in holders if v is not None and v.run_id}
@@ -103,11 +102,15 @@ def champion_runs(client, tasks: set[str]) -> dict[str, str | None]:
 
 
 def runs(
-    experiment: Optional[str] = typer.Option(None, metavar="NAME", help="MLflow experiment (default: attnlab-<task>)"),
-    task: Optional[str] = typer.Option(None, metavar="NAME", help="list the experiment attnlab-<task> (default: date)"),
+    experiment: str | None = typer.Option(None, metavar="NAME", help="MLflow experiment (default: attnlab-<task>)"),
+    task: str | None = typer.Option(None, metavar="NAME", help="list the experiment attnlab-<task> (default: date)"),
     limit: int = typer.Option(20, min=1, max=50000, metavar="N", help="show the newest N runs"),
-    status: list[str] = typer.Option([], metavar="STATUS", help="only runs with this status (RUNNING, FINISHED, FAILED, KILLED, SCHEDULED); repeat or comma-separate"),
-    stale: bool = typer.Option(False, "--stale", help="list the RUNNING runs whose process is gone (every experiment unless --experiment/--task)"),
+    status: list[str] = typer.Option(
+        [], metavar="STATUS", help="only runs with this status (RUNNING, FINISHED, FAILED, KILLED, SCHEDULED); repeat or comma-separate"
+    ),
+    stale: bool = typer.Option(
+        False, "--stale", help="list the RUNNING runs whose process is gone (every experiment unless --experiment/--task)"
+    ),
     end: bool = typer.Option(False, "--end", help="with --stale: end those runs FAILED"),
     json_output: bool = typer.Option(False, "--json", help="print one JSON object"),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="show MLflow's logs"),
@@ -166,6 +169,7 @@ def _stale(experiment: str | None, task: str | None, end: bool) -> tuple[dict, s
 
 
 # --------------------------------------------------------------------------- attnlab compare
+
 
 def find_runs(client, store, given: list[str]) -> list:
     """The MLflow runs of ``given`` ids, or of unique prefixes of them (as ``attnlab runs`` shows);
@@ -228,10 +232,12 @@ def predictions_of(run_ids: list[str], inputs: list[str]) -> list[list]:
 
 def compare(
     run_ids: list[str] = typer.Argument(..., metavar="RUN", help="run ids, or their first characters as 'attnlab runs' shows them"),
-    plot: Optional[Path] = typer.Option(
+    plot: Path | None = typer.Option(
         None, metavar="FILE.png", help="draw every run's attention on the same inputs in one figure (missing folders are created)"
     ),
-    inputs: list[str] = typer.Option([], "--input", metavar="TEXT", help="with --plot: an input to draw (repeat; default: the first run's plotted test input)"),
+    inputs: list[str] = typer.Option(
+        [], "--input", metavar="TEXT", help="with --plot: an input to draw (repeat; default: the first run's plotted test input)"
+    ),
     json_output: bool = typer.Option(False, "--json", help="print one JSON object"),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="show MLflow's logs"),
 ) -> None:
@@ -252,9 +258,9 @@ def compare(
         compared = comparison(records)
         text = format_comparison(compared)
         if plot is not None:
-            from attnlab.viz.heatmaps import save_figure
             from attnlab.evaluation.run_compare import run_label
             from attnlab.ops.run_listing import short_id
+            from attnlab.viz.heatmaps import save_figure
             from attnlab.viz.run_plots import attention_by_run
 
             ids = [record["run_id"] for record in records]
@@ -267,8 +273,12 @@ def compare(
             except OSError as exc:
                 raise UserError(f"--plot {str(plot)!r} cannot be written: {exc.strerror or exc}") from None
             compared["plot"] = str(saved)
-            compared["predictions"] = [{"input": source, "outputs": {i: p.output for i, p in zip(ids, row)}} for source, row in zip(inputs, grid)]
-            lines = [f"{source}: " + "  ".join(f"{short_id(i)} -> {p.output}" for i, p in zip(ids, row)) for source, row in zip(inputs, grid)]
+            compared["predictions"] = [
+                {"input": source, "outputs": {i: p.output for i, p in zip(ids, row)}} for source, row in zip(inputs, grid)
+            ]
+            lines = [
+                f"{source}: " + "  ".join(f"{short_id(i)} -> {p.output}" for i, p in zip(ids, row)) for source, row in zip(inputs, grid)
+            ]
             text += "\n\npredictions\n" + "\n".join(lines)
     typer.echo(json.dumps(compared, ensure_ascii=False) if json_output else text)
     if plot is not None:

@@ -10,6 +10,7 @@ import os
 import time
 
 import typer
+
 from attnlab.flows.cli.support import fail, sigterm_as_interrupt
 
 PREFECT_PORT = 4200
@@ -40,10 +41,16 @@ def server(
     # The UI asks the server where its API is: the chosen port, not Prefect's default 4200.
     env.update(PREFECT_UI_API_URL=f"http://{host}:{prefect_port}/api", PREFECT_SERVER_API_PORT=str(prefect_port))
     running = [
-        servers.Server("Prefect", servers.prefect_command(prefect_port, host), f"http://{host}:{prefect_port}/api/health", logs / "prefect.log", env)
+        servers.Server(
+            "Prefect", servers.prefect_command(prefect_port, host), f"http://{host}:{prefect_port}/api/health", logs / "prefect.log", env
+        )
     ]
     if not remote:
-        running.append(servers.Server("MLflow", servers.mlflow_ui_command(store, host, mlflow_port), f"http://{host}:{mlflow_port}/health", logs / "mlflow.log"))
+        running.append(
+            servers.Server(
+                "MLflow", servers.mlflow_ui_command(store, host, mlflow_port), f"http://{host}:{mlflow_port}/health", logs / "mlflow.log"
+            )
+        )
     mlflow_url = store.tracking_uri if remote else f"http://{host}:{mlflow_port}"
 
     code = 0
@@ -54,7 +61,9 @@ def server(
                 process.start()
             servers.wait_healthy(running, timeout)
             typer.echo(f"Prefect UI  http://{host}:{prefect_port}")
-            typer.echo(f"MLflow UI   {mlflow_url}" + ("  (MLFLOW_TRACKING_URI; not started here)" if remote else f"  (store {store.tracking_uri})"))
+            typer.echo(
+                f"MLflow UI   {mlflow_url}" + ("  (MLFLOW_TRACKING_URI; not started here)" if remote else f"  (store {store.tracking_uri})")
+            )
             typer.echo("in the shell where you run 'attnlab schedule':")
             typer.echo(f"  export PREFECT_API_URL=http://{host}:{prefect_port}/api")
             typer.echo(f"  export MLFLOW_TRACKING_URI={mlflow_url}")
@@ -92,5 +101,7 @@ def watch(running: list) -> None:
     while True:
         for process in running:
             if process.exited() is not None:
-                raise servers.ServerFailed(f"the {process.name} server stopped with status {process.exited()}: {process.last_line()} (log: {process.log})")
+                raise servers.ServerFailed(
+                    f"the {process.name} server stopped with status {process.exited()}: {process.last_line()} (log: {process.log})"
+                )
         time.sleep(1)

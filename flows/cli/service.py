@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -99,9 +99,7 @@ def check_work_pool(name: str, url: str) -> None:
         try:
             client.read_work_pool(name)
         except ObjectNotFound:
-            raise UserError(
-                f"no work pool {name!r} on {url}; create it first: prefect work-pool create {name} --type process"
-            ) from None
+            raise UserError(f"no work pool {name!r} on {url}; create it first: prefect work-pool create {name} --type process") from None
 
 
 def store_env(store) -> dict[str, str]:
@@ -116,14 +114,26 @@ def store_env(store) -> dict[str, str]:
 def schedule(
     cron: str = typer.Option(..., metavar="'MIN HOUR DAY MONTH WEEKDAY'", help="when to retrain, e.g. '0 3 * * *' (03:00 every day)"),
     timezone: str = typer.Option("UTC", metavar="TZ", help="time zone of the cron expression (IANA name)"),
-    name: Optional[str] = typer.Option(None, metavar="NAME", help="deployment name (default: the task's name)"),
-    margin: float = typer.Option(0.0, metavar="FLOAT", help="exact-match difference on the benchmark a challenger must exceed (0: strictly better)"),
-    benchmark_size: int = typer.Option(500, metavar="N", help="examples of the benchmark set (used when the registered model has none yet)"),
-    work_pool: Optional[str] = typer.Option(None, metavar="NAME", help="deploy to this work pool (workers run it) instead of serving here"),
-    max_concurrent: int = typer.Option(1, metavar="N", help="runs of this deployment at once, anywhere (each takes 1/N of its machine's cores)"),
-    when_busy: str = typer.Option("skip", metavar="skip|queue", help="a tick that finds N runs still going: skip it (its run is cancelled) or queue it"),
-    keep: int = typer.Option(DEFAULT_KEEP, metavar="N", help="model versions kept after each run: the newest N (at least 2), the champion and the one before it; "
-                             "older ones are deleted from the registry (their runs and files stay)"),  # fmt: skip
+    name: str | None = typer.Option(None, metavar="NAME", help="deployment name (default: the task's name)"),
+    margin: float = typer.Option(
+        0.0, metavar="FLOAT", help="exact-match difference on the benchmark a challenger must exceed (0: strictly better)"
+    ),
+    benchmark_size: int = typer.Option(
+        500, metavar="N", help="examples of the benchmark set (used when the registered model has none yet)"
+    ),
+    work_pool: str | None = typer.Option(None, metavar="NAME", help="deploy to this work pool (workers run it) instead of serving here"),
+    max_concurrent: int = typer.Option(
+        1, metavar="N", help="runs of this deployment at once, anywhere (each takes 1/N of its machine's cores)"
+    ),
+    when_busy: str = typer.Option(
+        "skip", metavar="skip|queue", help="a tick that finds N runs still going: skip it (its run is cancelled) or queue it"
+    ),
+    keep: int = typer.Option(
+        DEFAULT_KEEP,
+        metavar="N",
+        help="model versions kept after each run: the newest N (at least 2), the champion and the one before it; "
+        "older ones are deleted from the registry (their runs and files stay)",
+    ),  # fmt: skip
     source: ConfigSource = DEFAULT_SOURCE,
     experiment: Experiment = None,
     verbose: Verbose = False,
@@ -149,7 +159,9 @@ def schedule(
                   "concurrent_runs": max_concurrent, "keep": keep}  # fmt: skip
     created = f"deployment '{FLOW_NAME}/{deployment}' created on {url}: cron '{cron}' ({timezone}), next run {when}"
     lines = schedule_lines(config, store.tracking_uri, margin, max_concurrent, when_busy, keep, deployment)
-    settings = dict(name=deployment, parameters=parameters, entrypoint_type=EntrypointType.MODULE_PATH, schedule=cron_schedule, concurrency_limit=busy)
+    settings = dict(
+        name=deployment, parameters=parameters, entrypoint_type=EntrypointType.MODULE_PATH, schedule=cron_schedule, concurrency_limit=busy
+    )
     if work_pool:
         deploy_to_pool(work_pool, store, settings, f"{created}, work pool {work_pool!r}", lines)
     else:

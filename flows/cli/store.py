@@ -10,9 +10,7 @@ import typer
 from attnlab.flows.cli.support import quiet, user_errors
 from attnlab.flows.tracking.errors import UserError
 
-store_app = typer.Typer(
-    help="Look after the embedded MLflow store.", no_args_is_help=True, add_completion=False, rich_markup_mode=None
-)
+store_app = typer.Typer(help="Look after the embedded MLflow store.", no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 
 
 def register(app: typer.Typer) -> None:
@@ -31,8 +29,7 @@ def relocate(verbose: bool = typer.Option(False, "--verbose", "-v", help="show M
 
 def relocate_store() -> str:
     """Relocate the store this process uses; the line that says what changed."""
-    from attnlab.flows.tracking import store_guard
-    from attnlab.flows.tracking import store_home
+    from attnlab.flows.tracking import store_guard, store_home
     from attnlab.flows.tracking.store import resolve_store
 
     store = resolve_store()

@@ -7,9 +7,10 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import typer
 
@@ -31,8 +32,9 @@ def fail(message: str, code: int = 2) -> typer.Exit:
 @contextmanager
 def user_errors() -> Iterator[None]:
     """Turn the mistakes a user can make into one line and exit status 2."""
-    from attnlab.plugins import PluginError
     from pydantic import ValidationError
+
+    from attnlab.plugins import PluginError
 
     try:
         yield
@@ -99,7 +101,6 @@ def check_config(config) -> None:
         check_sizes(task, (config.train_size, config.validation_size, config.test_size), test_task)
     except ValueError as exc:
         raise UserError(str(exc)) from None
-
 
 
 class _DropInterruptNoise(logging.Filter):

@@ -11,20 +11,34 @@ import json
 import logging
 import os
 import socket
+from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any
 from urllib.parse import urlsplit
 
 import typer
 
-from attnlab.flows.cli.options import DEFAULT_SOURCE, ConfigSource, Decoders, Encoders, Experiment, JsonOutput, Scorers, Tasks, Verbose, config_command
+from attnlab.flows.cli.options import (
+    DEFAULT_SOURCE,
+    ConfigSource,
+    Decoders,
+    Encoders,
+    Experiment,
+    JsonOutput,
+    Scorers,
+    Tasks,
+    Verbose,
+    config_command,
+)
 from attnlab.flows.cli.support import build_config, check_config, fail, interrupts_quietly, progress_handler, quiet, user_errors
 from attnlab.flows.tracking.errors import UserError
 from attnlab.lab.output_paths import check_output_folder
 from attnlab.lab.sweep_options import parse_bands, parse_names, parse_seeds
 
 RUNNERS = ("process", "thread", "dask")
+
+
 def check_dask_address(address: str, timeout: float = 3.0) -> None:
     """A ``tcp://host:port`` address that accepts connections, else UserError."""
     parts = urlsplit(address)
@@ -47,8 +61,8 @@ def check_cluster_stores(address: str) -> None:
     the Prefect server (see :mod:`attnlab.ops.cluster`)."""
     from prefect.settings import get_current_settings
 
-    from attnlab.ops.cluster import prefect_problem, tracking_problem
     from attnlab.flows.tracking.store import resolve_store
+    from attnlab.ops.cluster import prefect_problem, tracking_problem
 
     where = resolve_store()
     problem = tracking_problem(where.tracking_uri, where.folder) or prefect_problem(get_current_settings().api.url)
@@ -81,12 +95,16 @@ def sweep(
     decoder: Decoders = None,
     seeds: str = typer.Option("0", metavar="N,N,...", help="seeds; each combination trains once per seed"),
     source: ConfigSource = DEFAULT_SOURCE,
-    max_parallel: Optional[int] = typer.Option(None, metavar="N", help="runs at once (default: one per CPU core; all runs on an existing Dask cluster)"),
+    max_parallel: int | None = typer.Option(
+        None, metavar="N", help="runs at once (default: one per CPU core; all runs on an existing Dask cluster)"
+    ),
     runner: str = typer.Option("process", metavar="|".join(RUNNERS), help="process pool, thread pool, or Dask (prefect-dask)"),
-    dask_address: Optional[str] = typer.Option(None, metavar="tcp://HOST:PORT", help="an existing Dask scheduler (default: a local cluster)"),
-    length_bands: Optional[str] = typer.Option(None, metavar="LOW-HIGH,...", help="also tabulate exact match on these source-length ranges, e.g. 5-20,21-40,41-50"),
+    dask_address: str | None = typer.Option(None, metavar="tcp://HOST:PORT", help="an existing Dask scheduler (default: a local cluster)"),
+    length_bands: str | None = typer.Option(
+        None, metavar="LOW-HIGH,...", help="also tabulate exact match on these source-length ranges, e.g. 5-20,21-40,41-50"
+    ),
     experiment: Experiment = None,
-    save_plots: Optional[Path] = typer.Option(None, metavar="DIR", help="also copy the sweep's figures into this folder (created if missing)"),
+    save_plots: Path | None = typer.Option(None, metavar="DIR", help="also copy the sweep's figures into this folder (created if missing)"),
     register: bool = typer.Option(
         False, "--register", help="register every finished run as attnlab-<task> and promote by the one rule (benchmark, lock)"
     ),
@@ -94,7 +112,9 @@ def sweep(
         False, "--log-models", help="log every run's model to MLflow (off by default: a sweep compares; --register logs them anyway)"
     ),
     example_plots: bool = typer.Option(
-        False, "--example-plots", help="draw each run's heatmaps of 4 test examples too (off by default: each run draws the shared probe's; its explorer.html shows every test example)"
+        False,
+        "--example-plots",
+        help="draw each run's heatmaps of 4 test examples too (off by default: each run draws the shared probe's; its explorer.html shows every test example)",
     ),
     json_output: JsonOutput = False,
     verbose: Verbose = False,

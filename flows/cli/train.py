@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
-from typing import Any, Iterator
+from typing import Any
 
 import typer
 
@@ -48,7 +49,10 @@ def failures_quietly(verbose: bool) -> Iterator[None]:
         yield
         return
     noise = _DropFailureReports()
-    loggers = [logging.getLogger(name) for name in ("prefect.task_runs", "prefect.flow_runs", "prefect.flow_engine", "prefect.task_engine", "mlflow.store.db.utils")]
+    loggers = [
+        logging.getLogger(name)
+        for name in ("prefect.task_runs", "prefect.flow_runs", "prefect.flow_engine", "prefect.task_engine", "mlflow.store.db.utils")
+    ]
     for logger in loggers:
         logger.addFilter(noise)
     try:
@@ -63,8 +67,8 @@ def check_start(config, experiment: str | None, device: bool = True) -> None:
     that is not a safe folder name and (with ``device``) a device this machine lacks."""
     import torch
 
-    from attnlab.lab.config import device_problem
     from attnlab.flows.tracking.errors import UserError
+    from attnlab.lab.config import device_problem
     from attnlab.lab.names import check_name
 
     if experiment is not None:
@@ -191,8 +195,7 @@ def run_flow(config, experiment: str | None, server, verbose: bool, json_output:
         raise fail(str(fault)) from None  # Prefect failed to report it to a server that is gone
     except KeyboardInterrupt:
         raise fail(
-            "interrupted: the MLflow run ended KILLED with its metrics so far and the last "
-            "checkpoint; the champion is unchanged",
+            "interrupted: the MLflow run ended KILLED with its metrics so far and the last checkpoint; the champion is unchanged",
             130,
         ) from None
     finally:

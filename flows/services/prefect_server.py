@@ -37,11 +37,11 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
-from attnlab.lab.errors import UserError
 from attnlab.flows.services.servers import healthy
+from attnlab.lab.errors import UserError
 
 #: How long a start-up may take unless PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS says:
 #: ~5 s on a quiet 2-core machine; 60-120 s were seen at a load average of 20-28.

@@ -20,7 +20,7 @@ import subprocess
 import threading
 import urllib.error
 import urllib.request
-from typing import Iterator
+from collections.abc import Iterator
 
 from attnlab.flows.tracking.errors import PrefectLost
 
@@ -62,7 +62,7 @@ class PrefectWatch:
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="prefect-watch", daemon=True)
 
-    def start(self) -> "PrefectWatch":
+    def start(self) -> PrefectWatch:
         self._thread.start()
         return self
 

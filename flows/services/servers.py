@@ -71,7 +71,7 @@ class Server:
     env: dict[str, str] | None = None
     process: subprocess.Popen | None = field(default=None, repr=False)
 
-    def start(self) -> "Server":
+    def start(self) -> Server:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log, "ab") as out:
             self.process = subprocess.Popen(
@@ -158,7 +158,9 @@ def wait_healthy(servers: list[Server], timeout: float, on_wait: Callable[[float
         for server in list(pending):
             code = server.exited()
             if code is not None:
-                raise ServerFailed(f"the {server.name} server exited with status {code}: {server.last_line() or 'no output'} (log: {server.log})")
+                raise ServerFailed(
+                    f"the {server.name} server exited with status {code}: {server.last_line() or 'no output'} (log: {server.log})"
+                )
             if healthy(server.health_url):
                 pending.remove(server)
         if pending and time.monotonic() - start > timeout:

@@ -11,21 +11,22 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import secrets
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ContextManager
+from typing import Any
 
-import mlflow
 import pandas as pd
-from mlflow import MlflowClient
 from mlflow.entities import Dataset, DatasetInput, InputTag, Param
 from mlflow.exceptions import MlflowException
 
+import mlflow
 from attnlab.evaluation.benchmark import BenchmarkSet, draw_benchmark, from_json, to_json
-from attnlab.lab.config import ExperimentConfig
 from attnlab.flows.tracking import registry as model_registry
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking.errors import UserError
+from attnlab.lab.config import ExperimentConfig
+from mlflow import MlflowClient
 
 BENCHMARK_RUN_TAG = "attnlab.benchmark_run_id"
 BENCHMARK_SHA_TAG = "attnlab.benchmark_sha256"
@@ -47,7 +48,9 @@ class Benchmark:
         return from_json(self.path.read_text(encoding="utf-8"))
 
 
-def create_benchmark(client: MlflowClient, name: str, experiment_id: str, config: ExperimentConfig, size: int, seed: int | None = None) -> str:
+def create_benchmark(
+    client: MlflowClient, name: str, experiment_id: str, config: ExperimentConfig, size: int, seed: int | None = None
+) -> str:
     """Draw the benchmark, store it in a new FINISHED run (JSON artifact and an MLflow dataset
     input) and point registered model ``name`` at it; the run id. Callers hold the promotion lock."""
     drawn = draw_benchmark(config, size, secrets.randbelow(2**31) if seed is None else seed)
@@ -104,7 +107,7 @@ def ensure_benchmark(
     config: ExperimentConfig,
     size: int,
     folder: Path,
-    lock: ContextManager[Any] | None = None,
+    lock: AbstractContextManager[Any] | None = None,
 ) -> Benchmark:
     """The benchmark of ``name``, created on first use (``size`` examples of ``config``'s test
     distribution) under ``lock`` so that concurrent first promotions agree on one; later calls

@@ -8,11 +8,11 @@ The run that trained the model version holding the ``champion`` alias carries th
 
 from __future__ import annotations
 
-from mlflow import MlflowClient
 from mlflow.entities import LifecycleStage
 from mlflow.entities.model_registry import ModelVersion
 
 from attnlab.flows.tracking.mlflow_ui import CHAMPION_TAG
+from mlflow import MlflowClient
 
 #: The value of :data:`CHAMPION_TAG` on the champion's run.
 CHAMPION_VALUE = "true"

@@ -19,9 +19,10 @@ def missing_files(uri: str) -> str | None:
     names no registered version, or its files are not on this machine)."""
     if not uri.startswith("models:/"):
         return None
-    from mlflow import MlflowClient
     from mlflow.exceptions import MlflowException
     from mlflow.store.artifact.utils.models import get_model_name_and_version
+
+    from mlflow import MlflowClient
 
     client = MlflowClient()
     try:

@@ -16,19 +16,21 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Iterator
+from typing import Any
 
-from mlflow import MlflowClient
 from mlflow.entities import Metric, RunTag
 
-from attnlab.lab.config import ExperimentConfig
-from attnlab.flows.tracking import registry as model_registry
 from attnlab.evaluation.benchmark import BenchmarkSet
+from attnlab.flows.tracking import registry as model_registry
 from attnlab.flows.tracking.benchmark_store import Benchmark
 from attnlab.flows.tracking.champion_tag import move_champion_tag
 from attnlab.flows.tracking.errors import ModelUnusable
+from attnlab.lab.config import ExperimentConfig
 from attnlab.ops.promotion import Decision, decide, incomparable_reason, keep_unusable_champion
+from mlflow import MlflowClient
 
 #: Prefix of the decision tags.
 TAG = "promotion."
@@ -36,7 +38,7 @@ TAG = "promotion."
 UNUSABLE_TAG = "attnlab.unusable"
 
 #: A factory of the lock to hold while the champion is read, scored and replaced.
-Lock = Callable[[], ContextManager[Any]]
+Lock = Callable[[], AbstractContextManager[Any]]
 
 
 def load_version(client: MlflowClient, name: str, version: str):
@@ -102,7 +104,9 @@ def promote(
     return compare_and_set(client, name, version, score, margin, lock)
 
 
-def compare_and_set(client: MlflowClient, name: str, challenger_version: str, score: Callable[[str], float], margin: float, lock: Lock) -> Decision:
+def compare_and_set(
+    client: MlflowClient, name: str, challenger_version: str, score: Callable[[str], float], margin: float, lock: Lock
+) -> Decision:
     """Compare the challenger with the current champion (``score(version)``, the same benchmark
     for both) and move the alias to the challenger when :func:`attnlab.ops.promotion.decide` says so,
     and with it the champion tag of the runs (:mod:`attnlab.flows.tracking.champion_tag`).
@@ -116,7 +120,9 @@ def compare_and_set(client: MlflowClient, name: str, challenger_version: str, sc
     with lock():
         current = model_registry.champion_version(client, name)
         if current is not None and str(current.version) == version:
-            return Decision(True, "already the champion (a retried promotion)", version, challenger_score, version, challenger_score, margin)
+            return Decision(
+                True, "already the champion (a retried promotion)", version, challenger_score, version, challenger_score, margin
+            )
         champion = None if current is None else str(current.version)
         try:
             champion_score = None if champion is None else score(champion)
@@ -180,4 +186,3 @@ def record_failure(client: MlflowClient, name: str, version: str, run_id: str | 
 def scratch_folder() -> Path:
     """A new temporary folder for downloaded benchmark files."""
     return Path(tempfile.mkdtemp(prefix="attnlab-benchmark-"))
-

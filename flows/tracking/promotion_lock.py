@@ -9,7 +9,7 @@ that talks to the same Prefect server, workers on other machines included).
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from collections.abc import Iterator
 
 from attnlab.flows.tracking.store import resolve_store
 

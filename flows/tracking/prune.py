@@ -18,13 +18,13 @@ import contextlib
 import time
 from typing import Any
 
-from mlflow import MlflowClient
 from mlflow.entities import Metric, RunTag
 from mlflow.exceptions import MlflowException
 
 from attnlab.flows.tracking import registry as model_registry
 from attnlab.flows.tracking.promote import TAG
 from attnlab.ops.retention import VersionRecord, previous_champion, to_prune
+from mlflow import MlflowClient
 
 #: The tag and metric of a retrain run (and the tag of a pruned version's training run).
 PRUNED_TAG = "retention.pruned"
@@ -62,7 +62,9 @@ def prune(client: MlflowClient, name: str, keep: int) -> list[dict[str, Any]]:
     pruned = []
     for number in to_prune(records, keep, champion, previous_champion(champion, records)):
         version = versions[number]
-        pruned.append({"version": str(number), "run_id": version.run_id, "model_id": getattr(version, "model_id", None), "source": version.source})
+        pruned.append(
+            {"version": str(number), "run_id": version.run_id, "model_id": getattr(version, "model_id", None), "source": version.source}
+        )
         client.delete_model_version(name, str(number))
     return pruned
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import mlflow
-from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 
+import mlflow
 from attnlab.flows.tracking.errors import ModelUnusable, UserError
 from attnlab.flows.tracking.store import already_exists, is_missing, reason
 from attnlab.lab.names import model_name
+from mlflow import MlflowClient
 
 if TYPE_CHECKING:  # torch comes with it: `attnlab predict` loads the registry before torch
     from attnlab.lab.config import ExperimentConfig
@@ -25,6 +25,7 @@ CHAMPION = "champion"
 #: A model version's own test score, kept as a tag for people browsing the registry (the alias
 #: is decided on the benchmark, not on this).
 TEST_SCORE_TAG = "test_exact_match"
+
 
 def pip_requirements() -> list[str]:
     """The model's requirements, given explicitly (inferring them costs MLflow 8-10 s).
@@ -97,7 +98,9 @@ def _versions_of_run(client: MlflowClient, name: str, run_id: str) -> list:
         raise
 
 
-def log_and_register_model(client: MlflowClient, run_id: str, bundle: Path, config: ExperimentConfig, test_score: float, examples: list[str]) -> str:
+def log_and_register_model(
+    client: MlflowClient, run_id: str, bundle: Path, config: ExperimentConfig, test_score: float, examples: list[str]
+) -> str:
     """Log the pyfunc model (``model``) of the run and register it as ``attnlab-<task>``; returns
     the version, tagged with its test score and the plugins. A retry reuses the version the run
     already has."""
@@ -157,8 +160,8 @@ def load_pyfunc(uri: str):
     import mlflow.artifacts
     import mlflow.pyfunc
 
-    from attnlab.flows.tracking.model_files import missing_files
     from attnlab.flows.pyfunc import model_code_problem
+    from attnlab.flows.tracking.model_files import missing_files
 
     try:
         with tempfile.TemporaryDirectory(prefix="attnlab-model-") as scratch:

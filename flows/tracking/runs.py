@@ -18,19 +18,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-import mlflow
 import pandas as pd
-from mlflow import MlflowClient
 from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunStatus, RunTag
 from mlflow.exceptions import MlflowException
 
-from attnlab.ops import stale_runs
-from attnlab.lab.config import ExperimentConfig
+import mlflow
+from attnlab.data.examples import sample_predictions
 from attnlab.data.splits import Splits
 from attnlab.evaluation.metrics import Evaluation
-from attnlab.data.examples import sample_predictions
 from attnlab.flows.tracking.mlflow_ui import experiment_tags
 from attnlab.flows.tracking.store import Store, already_exists
+from attnlab.lab.config import ExperimentConfig
+from attnlab.ops import stale_runs
+from mlflow import MlflowClient
 
 #: Per-epoch metrics from the training callback -> their MLflow names.
 #: Where a sweep run's data splits are (logged once per distinct data set on the sweep's parent run).
@@ -86,9 +86,7 @@ def run_tags(config: ExperimentConfig) -> dict[str, str]:
     return {"task": config.task, "scorer": config.scorer, "encoder": config.encoder, "decoder": config.decoder}
 
 
-def start_run(
-    client: MlflowClient, experiment_id: str, config: ExperimentConfig, extra_tags: dict[str, str] | None = None
-) -> str:
+def start_run(client: MlflowClient, experiment_id: str, config: ExperimentConfig, extra_tags: dict[str, str] | None = None) -> str:
     """Create a RUNNING run with the config as params, tags and config.yaml/config.json; its id.
     Tags name its owner (this host and process) and a first heartbeat (see
     :mod:`attnlab.ops.stale_runs`)."""

@@ -9,12 +9,12 @@ every ``flush_seconds``: a run gets a curve, not a dot, even when it stops after
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
-from mlflow import MlflowClient
 from mlflow.entities import Metric
 
 from attnlab.training.progress import StepCurve, StepProgress, curve_interval
+from mlflow import MlflowClient
 
 #: The metric's name in MLflow.
 STEP_METRIC = "train_loss_step"
@@ -25,9 +25,7 @@ BATCH_LIMIT = 1000
 class StepLog:
     """Buffers the step curve's points of run ``run_id``; :meth:`flush` writes them."""
 
-    def __init__(
-        self, client: MlflowClient, run_id: str, flush_seconds: float = 30.0, clock: Callable[[], float] = time.monotonic
-    ) -> None:
+    def __init__(self, client: MlflowClient, run_id: str, flush_seconds: float = 30.0, clock: Callable[[], float] = time.monotonic) -> None:
         self.client, self.run_id, self.flush_seconds, self.clock = client, run_id, flush_seconds, clock
         self._curve: StepCurve | None = None
         self._points: list[Metric] = []

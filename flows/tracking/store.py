@@ -11,9 +11,9 @@ import contextlib
 import logging
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from attnlab.flows.tracking.errors import ArtifactsLost, TrackingUnavailable
 from attnlab.ops.retry import BUDGET_SECONDS, answers_late, retrying
@@ -113,10 +113,8 @@ def check_store(store: Store, timeout: float = 3.0, writable: bool = True, budge
     in another folder (copied or moved: :mod:`attnlab.flows.tracking.store_home`) is refused with the command
     that relocates it; a read-only store or a full disk is refused before a run starts.
     """
+    from attnlab.flows.tracking import store_guard, store_home
     from mlflow import MlflowClient
-
-    from attnlab.flows.tracking import store_guard
-    from attnlab.flows.tracking import store_home
 
     if store.embedded:
         try:
@@ -146,14 +144,10 @@ def check_store(store: Store, timeout: float = 3.0, writable: bool = True, budge
         raise
     except Exception as exc:
         hint = (
-            "start the server or unset MLFLOW_TRACKING_URI to use the embedded store"
-            if not store.embedded
-            else "check ATTNLAB_MLFLOW_DIR"
+            "start the server or unset MLFLOW_TRACKING_URI to use the embedded store" if not store.embedded else "check ATTNLAB_MLFLOW_DIR"
         )
         late = f" after {len(tries)} tries in {time.monotonic() - started:.0f} s" if len(tries) > 1 else ""
-        raise TrackingUnavailable(
-            f"cannot reach the MLflow tracking store {store.tracking_uri}: {reason(exc)}{late}; {hint}"
-        ) from exc
+        raise TrackingUnavailable(f"cannot reach the MLflow tracking store {store.tracking_uri}: {reason(exc)}{late}; {hint}") from exc
 
 
 def folder_identity(folder: Path | None) -> tuple[int, int] | None:

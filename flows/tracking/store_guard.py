@@ -25,9 +25,9 @@ import errno
 import shutil
 import sqlite3
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from attnlab.flows.tracking.errors import TrackingUnavailable
 

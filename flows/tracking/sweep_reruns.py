@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import logging
 
-from mlflow import MlflowClient
 from mlflow.entities import RunTag
 
 from attnlab.flows.tracking.runs import ENDED_BY
 from attnlab.ops.sweep_attempts import ChildRun, Settlement, settle
+from mlflow import MlflowClient
 
 log = logging.getLogger("attnlab.sweep")
 

@@ -103,7 +103,5 @@ class DateFormatsTask(DateRange):
             for offset in range(min(self._days, GREGORIAN_CYCLE)):
                 day = self._first + timedelta(days=offset)
                 seen.setdefault((day.day >= 10, day.month, day.weekday()), day)
-            self._max_length = max(
-                len(self.render(d, f).source) for d in seen.values() for f in self.formats
-            )
+            self._max_length = max(len(self.render(d, f).source) for d in seen.values() for f in self.formats)
         return self._max_length

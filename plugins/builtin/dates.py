@@ -7,8 +7,9 @@ from __future__ import annotations
 import calendar
 import random
 import re
+from collections.abc import Callable
 from datetime import date, timedelta
-from typing import Any, Callable
+from typing import Any
 
 from attnlab.plugins.task import Alignment, Example, Task
 
@@ -186,4 +187,3 @@ class DateRange(Task):
     @property
     def space_size(self) -> int:
         return self._days
-

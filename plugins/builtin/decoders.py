@@ -102,9 +102,7 @@ class RNNDecoder(Decoder):
             return None
         return self.attention.dot_scale()
 
-    def step(
-        self, tokens: Tensor, state: State, memory: EncoderOutput, src_mask: Tensor
-    ) -> tuple[Tensor, State, AttentionOutput]:
+    def step(self, tokens: Tensor, state: State, memory: EncoderOutput, src_mask: Tensor) -> tuple[Tensor, State, AttentionOutput]:
         scale = self._fused_scale()
         if scale is not None and not torch.is_grad_enabled():
             h, context, weights = attentive_step(
@@ -119,9 +117,7 @@ class RNNDecoder(Decoder):
         logits = self.out(self.dropout(torch.cat([state[0], context], dim=-1)))
         return logits, state, attn
 
-    def forward(
-        self, tgt_in: Tensor, memory: EncoderOutput, src_mask: Tensor, need_weights: bool = True
-    ) -> DecoderOutput:
+    def forward(self, tgt_in: Tensor, memory: EncoderOutput, src_mask: Tensor, need_weights: bool = True) -> DecoderOutput:
         scale = self._fused_scale()
         if scale is not None:
             return self._fused_forward(tgt_in, memory, src_mask, scale, need_weights)
@@ -147,9 +143,7 @@ class RNNDecoder(Decoder):
             return DecoderOutput(logits, None)
         return DecoderOutput(logits, cat_steps(weights, dim=1), cat_steps(heads, dim=2))
 
-    def _fused_forward(
-        self, tgt_in: Tensor, memory: EncoderOutput, src_mask: Tensor, scale: float, need_weights: bool
-    ) -> DecoderOutput:
+    def _fused_forward(self, tgt_in: Tensor, memory: EncoderOutput, src_mask: Tensor, scale: float, need_weights: bool) -> DecoderOutput:
         """forward() for a GRU cell and a dot-product scorer: all steps in one autograd function."""
         mask = None if bool(src_mask.all()) else src_mask
         features, weights = attentive_gru_scan(
@@ -178,14 +172,10 @@ class _TransformerDecoderLayer(nn.Module):
         self.cross = cross
         self.cross_out = nn.Linear(cross.output_dim, size)
         self.ff_norm = nn.LayerNorm(size)
-        self.ff = nn.Sequential(
-            nn.Linear(size, feedforward_dim), nn.ReLU(), nn.Dropout(dropout), nn.Linear(feedforward_dim, size)
-        )
+        self.ff = nn.Sequential(nn.Linear(size, feedforward_dim), nn.ReLU(), nn.Dropout(dropout), nn.Linear(feedforward_dim, size))
         self.dropout = nn.Dropout(dropout)
 
-    def forward(
-        self, x: Tensor, causal: Tensor, memory: Tensor, src_mask: Tensor, need_weights: bool
-    ) -> tuple[Tensor, AttentionOutput]:
+    def forward(self, x: Tensor, causal: Tensor, memory: Tensor, src_mask: Tensor, need_weights: bool) -> tuple[Tensor, AttentionOutput]:
         """x [B, Lt, size], causal bool [Lt, Lt] (True = blocked), memory [B, Ls, D]."""
         h = self.self_norm(x)
         x = x + self.dropout(self.self_attn(h, h, h, attn_mask=causal, need_weights=False)[0])
@@ -224,17 +214,13 @@ class TransformerDecoder(TransformerInput, Decoder):
         self._init_input(vocab_size, embedding_dim, hidden_size, max_length)
         self.summary_proj = nn.Linear(memory_dim, hidden_size)
         self.layers = nn.ModuleList(
-            _TransformerDecoderLayer(
-                hidden_size, heads, feedforward_dim, dropout, make_attention(hidden_size, memory_dim)
-            )
+            _TransformerDecoderLayer(hidden_size, heads, feedforward_dim, dropout, make_attention(hidden_size, memory_dim))
             for _ in range(layers)
         )
         self.norm = nn.LayerNorm(hidden_size)
         self.out = nn.Linear(hidden_size, vocab_size)
 
-    def _run(
-        self, tgt_in: Tensor, memory: EncoderOutput, src_mask: Tensor, need_weights: bool
-    ) -> tuple[Tensor, list[AttentionOutput]]:
+    def _run(self, tgt_in: Tensor, memory: EncoderOutput, src_mask: Tensor, need_weights: bool) -> tuple[Tensor, list[AttentionOutput]]:
         """tgt_in [B, Lt] -> logits [B, Lt, V] and every layer's cross-attention, first to last."""
         length = tgt_in.shape[1]
         x = self._embed(tgt_in, "target")
@@ -246,9 +232,7 @@ class TransformerDecoder(TransformerInput, Decoder):
             attns.append(attn)
         return self.out(self.norm(x)), attns
 
-    def forward(
-        self, tgt_in: Tensor, memory: EncoderOutput, src_mask: Tensor, need_weights: bool = True
-    ) -> DecoderOutput:
+    def forward(self, tgt_in: Tensor, memory: EncoderOutput, src_mask: Tensor, need_weights: bool = True) -> DecoderOutput:
         logits, attns = self._run(tgt_in, memory, src_mask, need_weights)
         last = attns[-1]
         weights = [attn.weights for attn in attns if attn.weights is not None]
@@ -258,9 +242,7 @@ class TransformerDecoder(TransformerInput, Decoder):
     def start(self, memory: EncoderOutput, src_mask: Tensor) -> State:
         return (memory.summary.new_zeros(memory.summary.shape[0], 0, dtype=torch.long),)
 
-    def step(
-        self, tokens: Tensor, state: State, memory: EncoderOutput, src_mask: Tensor
-    ) -> tuple[Tensor, State, AttentionOutput]:
+    def step(self, tokens: Tensor, state: State, memory: EncoderOutput, src_mask: Tensor) -> tuple[Tensor, State, AttentionOutput]:
         prefix = torch.cat([state[0], tokens.unsqueeze(1)], dim=1)  # [B, t + 1]
         logits, attns = self._run(prefix, memory, src_mask, need_weights=True)
         attn = attns[-1]

@@ -71,9 +71,7 @@ class _RecurrentEncoder(Encoder):
             lengths = src_mask.sum(dim=1).cpu()
             packed = pack_padded_sequence(embedded, lengths, batch_first=True, enforce_sorted=False)
             packed_out, final = self.rnn(packed)
-            outputs, _ = pad_packed_sequence(
-                packed_out, batch_first=True, total_length=src.shape[1]
-            )
+            outputs, _ = pad_packed_sequence(packed_out, batch_first=True, total_length=src.shape[1])
         h_n = final[0] if isinstance(final, tuple) else final  # LSTM returns (h_n, c_n)
         if self.merge is not None:  # bidirectional
             summary = torch.cat([h_n[-2], h_n[-1]], dim=-1)  # last layer, both directions
@@ -127,12 +125,8 @@ class TransformerEncoder(TransformerInput, Encoder):
         super().__init__(vocab_size, embedding_dim, hidden_size, **options)
         feedforward_dim = check_transformer_options(hidden_size, layers, heads, feedforward_dim, dropout, max_length)
         self._init_input(vocab_size, embedding_dim, hidden_size, max_length)
-        layer = nn.TransformerEncoderLayer(
-            hidden_size, heads, feedforward_dim, dropout, batch_first=True, norm_first=True
-        )
-        self.layers = nn.TransformerEncoder(
-            layer, layers, norm=nn.LayerNorm(hidden_size), enable_nested_tensor=False
-        )
+        layer = nn.TransformerEncoderLayer(hidden_size, heads, feedforward_dim, dropout, batch_first=True, norm_first=True)
+        self.layers = nn.TransformerEncoder(layer, layers, norm=nn.LayerNorm(hidden_size), enable_nested_tensor=False)
 
     def forward(self, src: Tensor, src_mask: Tensor) -> EncoderOutput:
         x = self._embed(src, "source")

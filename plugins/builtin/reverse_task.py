@@ -24,9 +24,7 @@ class ReverseTask(Task):
 
     source_alphabet = target_alphabet = digits
 
-    def __init__(
-        self, min_length: int = 5, max_length: int = 20, alphabet: str = digits, **options: Any
-    ) -> None:
+    def __init__(self, min_length: int = 5, max_length: int = 20, alphabet: str = digits, **options: Any) -> None:
         super().__init__(**options)
         require_positive_int(min_length=min_length, max_length=max_length)
         if min_length > max_length:
@@ -34,9 +32,7 @@ class ReverseTask(Task):
         if max_length > MAX_REVERSE_LENGTH:
             raise ValueError(f"max_length must be at most {MAX_REVERSE_LENGTH}, got {max_length}")
         if not isinstance(alphabet, str) or not alphabet or len(set(alphabet)) != len(alphabet):
-            raise ValueError(
-                f"alphabet must be a non-empty string without repeated characters, got {alphabet!r}"
-            )
+            raise ValueError(f"alphabet must be a non-empty string without repeated characters, got {alphabet!r}")
         self.min_length, self.max_length = min_length, max_length
         self.source_alphabet = self.target_alphabet = alphabet
 

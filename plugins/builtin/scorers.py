@@ -189,8 +189,6 @@ class MultiHeadAttention(Attention):
         k = self.per_keys("k", keys, lambda x: self._split(self.k_proj(x)))
         v = self.per_keys("v", values, lambda x: self._split(self.v_proj(x)))
         attn_mask = None if mask is None else mask[:, None, None, :]  # [B, 1, 1, Lk]
-        heads = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=attn_mask, dropout_p=self.dropout if self.training else 0.0
-        )
+        heads = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=self.dropout if self.training else 0.0)
         context: Tensor = self.out_proj(self._merge(heads))
         return context

@@ -11,10 +11,10 @@ import pytest
 
 from attnlab.lab.config import MAX_WIDTH, ExperimentConfig, device_problem
 from attnlab.lab.errors import UserError
-from attnlab.model.assembly import build_model, build_task
 from attnlab.lab.names import check_name
-from attnlab.plugins.builtin.tasks import MAX_REVERSE_LENGTH, ReverseTask
+from attnlab.model.assembly import build_model, build_task
 from attnlab.model.predict import check_sources, predict, source_limit
+from attnlab.plugins.builtin.tasks import MAX_REVERSE_LENGTH, ReverseTask
 from attnlab.training.loop import DIVERGENCE_FACTOR, TrainingDiverged, divergence
 
 TINY = dict(hidden_size=8, embedding_dim=8)
@@ -46,9 +46,7 @@ def test_safe_experiment_names_pass(name):
     assert check_name(name) == name
 
 
-@pytest.mark.parametrize(
-    "name", ["../../escape_exp", "a/b", "a\\b", ".hidden", "..", "", "with space", "x" * 129, "exp\n", "日付"]
-)
+@pytest.mark.parametrize("name", ["../../escape_exp", "a/b", "a\\b", ".hidden", "..", "", "with space", "x" * 129, "exp\n", "日付"])
 def test_unsafe_experiment_names_are_refused(name):
     with pytest.raises(UserError, match="--experiment"):
         check_name(name)

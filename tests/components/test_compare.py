@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from attnlab.evaluation.compare import Grid, comparison_table, format_table, grid_configs, length_bands, run_rows
-from attnlab.viz.compare_plots import accuracy_by_length, attention_side_by_side, learning_curves, mean_by_length
 from attnlab.lab.config import ExperimentConfig
+from attnlab.viz.compare_plots import accuracy_by_length, attention_side_by_side, learning_curves, mean_by_length
 
 
 def _summary(exact: float, by_length: list[tuple[int, int, float]], seconds: float = 2.0) -> dict:

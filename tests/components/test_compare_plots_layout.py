@@ -27,7 +27,11 @@ def _legends(fig):
     return [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None] + list(fig.legends)
 
 
-@pytest.mark.parametrize("make", [lambda: accuracy_by_length(RUNS, train_max_length=20), lambda: learning_curves(RUNS)], ids=["accuracy_by_length", "learning_curves"])
+@pytest.mark.parametrize(
+    "make",
+    [lambda: accuracy_by_length(RUNS, train_max_length=20), lambda: learning_curves(RUNS)],
+    ids=["accuracy_by_length", "learning_curves"],
+)
 def test_legends_stay_off_every_axes_and_inside_the_figure(make):
     fig = make()
     fig.canvas.draw()

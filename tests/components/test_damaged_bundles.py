@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from attnlab.model.bundle import DamagedBundle, load_bundle, read_bundle, save_bundle
 from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import build_model, build_task
+from attnlab.model.bundle import DamagedBundle, load_bundle, save_bundle
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +78,9 @@ def test_a_config_json_that_is_no_config_is_named(bundle):
     assert f"{bundle / 'config.json'} is not a valid attnlab config" in message and "'wide'" in message
 
 
-@pytest.mark.parametrize("field,value,tensor", [("hidden_size", 9, "encoder."), ("embedding_dim", 6, "encoder.embedding"), ("scorer", "general", "decoder.")])
+@pytest.mark.parametrize(
+    "field,value,tensor", [("hidden_size", 9, "encoder."), ("embedding_dim", 6, "encoder.embedding"), ("scorer", "general", "decoder.")]
+)
 def test_a_config_that_does_not_match_the_weights_is_named(bundle, field, value, tensor):
     edit_json(bundle / "config.json", **{field: value})
     message = refusal(bundle)
@@ -116,4 +118,7 @@ def test_read_bundle_checks_the_json_files_without_torch(bundle, tmp_path):
         "print('torch' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    assert done.stdout.splitlines()[-2:] == [f"{bundle / 'vocab.json'} is not JSON (Expecting property name enclosed in double quotes at line 1 column 2); restore the file saved with the model", "False"], done.stderr
+    assert done.stdout.splitlines()[-2:] == [
+        f"{bundle / 'vocab.json'} is not JSON (Expecting property name enclosed in double quotes at line 1 column 2); restore the file saved with the model",
+        "False",
+    ], done.stderr

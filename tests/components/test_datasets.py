@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from attnlab.data.splits import Splits
 from attnlab.data.datasets import load_splits, save_splits
+from attnlab.data.splits import Splits
 from attnlab.plugins import Example
 
 

@@ -8,12 +8,12 @@ import pytest
 import torch
 from torch import nn
 
-from attnlab.lab.config import ExperimentConfig
+from attnlab.data.vocab import Vocab
 from attnlab.evaluation.erasure import PROBES, erasure_metrics, random_positions, sample_indices
 from attnlab.evaluation.metrics import evaluate
+from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import Seq2Seq, build_model, build_task
 from attnlab.plugins import AttentionOutput, EncoderOutput, Example, masked_softmax
-from attnlab.data.vocab import Vocab
 
 VOCAB = Vocab.from_alphabet("abcd")
 

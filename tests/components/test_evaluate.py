@@ -8,12 +8,12 @@ import pandas as pd
 import pytest
 import torch
 
-from attnlab.lab.config import ExperimentConfig
 from attnlab.data.splits import encode_examples
-from attnlab.model.decode import beam_search, greedy_decode
 from attnlab.evaluation.metrics import AttentionTally, char_accuracy, evaluate, exact_match, length_buckets, per_length_table
-from attnlab.training.experiment import run_experiment
+from attnlab.lab.config import ExperimentConfig
+from attnlab.model.decode import beam_search, greedy_decode
 from attnlab.plugins import Example
+from attnlab.training.experiment import run_experiment
 
 
 def test_exact_match_and_char_accuracy_by_hand():
@@ -28,10 +28,15 @@ def test_length_buckets():
 
 
 def test_per_length_table():
-    frame = pd.DataFrame({
-        "source": ["ab", "cd", "efg"], "target": ["ba", "dc", "gfe"], "prediction": ["ba", "xc", "gfe"],
-        "correct": [True, False, True], "source_length": [2, 2, 3],
-    })
+    frame = pd.DataFrame(
+        {
+            "source": ["ab", "cd", "efg"],
+            "target": ["ba", "dc", "gfe"],
+            "prediction": ["ba", "xc", "gfe"],
+            "correct": [True, False, True],
+            "source_length": [2, 2, 3],
+        }
+    )
     table = per_length_table(frame)
     assert table["length"].tolist() == ["2", "3"]
     assert table["count"].tolist() == [2, 1]
@@ -54,9 +59,18 @@ def test_attention_tally_by_hand():
 
 @pytest.fixture(scope="module")
 def trained():
-    config = ExperimentConfig(task="reverse", task_options={"min_length": 3, "max_length": 8}, train_size=3000,
-                              validation_size=100, test_size=200, epochs=4, hidden_size=64, embedding_dim=32,
-                              scorer="additive", encoder="bigru")
+    config = ExperimentConfig(
+        task="reverse",
+        task_options={"min_length": 3, "max_length": 8},
+        train_size=3000,
+        validation_size=100,
+        test_size=200,
+        epochs=4,
+        hidden_size=64,
+        embedding_dim=32,
+        scorer="additive",
+        encoder="bigru",
+    )
     return run_experiment(config)
 
 
@@ -98,6 +112,7 @@ def test_beam_search_is_at_least_as_likely_as_greedy(trained):
 
     def log_prob(tokens):
         from attnlab.data.vocab import SOS
+
         tgt_in = torch.cat([torch.full((tokens.shape[0], 1), SOS), tokens[:, :-1]], dim=1)
         logp = model(data.src, data.src_mask, tgt_in).logits.log_softmax(-1)
         picked = logp.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
@@ -116,8 +131,8 @@ def test_beam_search_is_at_least_as_likely_as_greedy(trained):
 @pytest.mark.slow
 def test_the_promotion_score_is_the_evaluation_exact_match():
     """A promotion decodes only; its score must be the exact match the full evaluation reports."""
-    from attnlab.lab.config import ExperimentConfig
     from attnlab.evaluation.metrics import evaluate, score_exact_match
+    from attnlab.lab.config import ExperimentConfig
     from attnlab.training.experiment import run_experiment
 
     result = run_experiment(ExperimentConfig(train_size=300, validation_size=30, test_size=60, hidden_size=16, embedding_dim=8, epochs=2))

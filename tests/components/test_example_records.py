@@ -4,6 +4,7 @@ weights.json and the inputs logged with the model."""
 from __future__ import annotations
 
 import pandas as pd
+
 from attnlab.evaluation.example_records import (
     attention_record,
     heatmap_title,

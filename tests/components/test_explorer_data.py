@@ -11,25 +11,25 @@ import random
 import pytest
 import torch
 
-from attnlab.lab.config import ExperimentConfig
 from attnlab.data.splits import make_splits
+from attnlab.lab.config import ExperimentConfig
+from attnlab.model.assembly import build_model, build_task
+from attnlab.model.predict import predict
+from attnlab.plugins import Example
 from attnlab.training.experiment import train_model
+from attnlab.training.progress import StepProgress
 from attnlab.viz.explorer_data import (
     SnapshotRecorder,
     first_epoch_steps,
-    opening_model,
     inputs_document,
     model_views,
+    opening_model,
     run_document,
     run_examples,
     sample_note,
     sweep_document,
     views_of,
 )
-from attnlab.model.assembly import build_model, build_task
-from attnlab.plugins import Example
-from attnlab.model.predict import predict
-from attnlab.training.progress import StepProgress
 
 TINY = dict(hidden_size=16, embedding_dim=8)
 DATES = ["25-12-2023", "01-02-2003", "07-08-2009"]
@@ -99,7 +99,10 @@ def test_a_model_without_attention_has_no_views():
         (dict(task="reverse"), DIGITS),
         (dict(task="reverse", scorer="additive", decoder_options={"cell": "lstm"}), DIGITS),
         (dict(scorer="multihead", scorer_options={"heads": 2}, decoder="transformer", decoder_options={"layers": 2, "heads": 2}), DATES),
-        (dict(task="reverse", encoder="transformer", decoder="transformer", decoder_options={"heads": 2}, encoder_options={"heads": 2}), DIGITS),
+        (
+            dict(task="reverse", encoder="transformer", decoder="transformer", decoder_options={"heads": 2}, encoder_options={"heads": 2}),
+            DIGITS,
+        ),
     ],
 )
 def test_the_teacher_forced_pass_gives_the_weights_greedy_decoding_used(fields, sources):
@@ -385,7 +388,12 @@ def test_a_comparison_opens_on_the_best_model_with_attention():
 
 
 def test_ties_go_to_alignment_accuracy_then_to_the_first_model():
-    models = [entry("none", 0.9, views=[]), entry("dot", 0.9, alignment=0.4), entry("additive", 0.9, alignment=0.6), entry("general", 0.9, alignment=0.6)]
+    models = [
+        entry("none", 0.9, views=[]),
+        entry("dot", 0.9, alignment=0.4),
+        entry("additive", 0.9, alignment=0.6),
+        entry("general", 0.9, alignment=0.6),
+    ]
     assert opening_model(models) == 2
     assert opening_model([entry("dot", 0.9), entry("additive", 0.9)]) == 0
     assert opening_model([entry("dot", 0.8, alignment=float("nan")), entry("additive", 0.8, alignment=0.1)]) == 1
@@ -404,7 +412,10 @@ def test_a_sweep_page_says_which_model_it_opens_on():
     sources = [ex.source for ex in tests]
     models = [
         {**entry(name, score), "views": views_of(shown), "examples": shown, "snapshots": None}
-        for name, score, shown in (("none seed 0", 0.9, model_views(first, sources)), ("additive seed 0", 0.1, model_views(second, sources)))
+        for name, score, shown in (
+            ("none seed 0", 0.9, model_views(first, sources)),
+            ("additive seed 0", 0.1, model_views(second, sources)),
+        )
     ]
     document = sweep_document("attnlab sweep", models, tests, note="2 test examples")
     assert document["opens_on"] == 1

@@ -16,7 +16,7 @@ def raised_while_handling(inner: BaseException, outer: BaseException) -> BaseExc
         try:
             raise inner
         except BaseException:
-            raise outer
+            raise outer  # noqa: B904  (chained implicitly, as __context__, on purpose)
     except BaseException as exc:
         return exc
 

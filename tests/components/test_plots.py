@@ -25,8 +25,7 @@ def _weights(*shape: int) -> np.ndarray:
 
 
 def test_heatmap_saves_png(tmp_path: Path) -> None:
-    fig = attention_heatmap(torch.as_tensor(_weights(len(OUTPUT), len(SOURCE))), SOURCE, OUTPUT,
-                            title="date task")
+    fig = attention_heatmap(torch.as_tensor(_weights(len(OUTPUT), len(SOURCE))), SOURCE, OUTPUT, title="date task")
     path = save_figure(fig, tmp_path / "nested" / "heatmap.png")
     assert path == tmp_path / "nested" / "heatmap.png"
     data = path.read_bytes()
@@ -35,8 +34,7 @@ def test_heatmap_saves_png(tmp_path: Path) -> None:
 
 def test_cjk_labels_render_as_glyphs(tmp_path: Path) -> None:
     family = cjk_font_family()
-    resolved = font_manager.findfont(font_manager.FontProperties(family=[family]),
-                                     fallback_to_default=False)
+    resolved = font_manager.findfont(font_manager.FontProperties(family=[family]), fallback_to_default=False)
     assert "dejavu" not in Path(resolved).name.lower()
 
     fig = attention_heatmap(_weights(len(OUTPUT), len(SOURCE)).tolist(), SOURCE, OUTPUT)
@@ -77,11 +75,13 @@ def test_rows_are_output_characters_and_columns_source_characters() -> None:
 
 # Markers: a hand-made [Lt=3, Ls=5] matrix (not square, so a transposed drawing cannot pass).
 MARK_SOURCE, MARK_OUTPUT = list("abcde"), list("XYZ")
-MARK_WEIGHTS = np.array([
-    [0.1, 0.1, 0.1, 0.6, 0.1],  # row 0: argmax column 3
-    [0.7, 0.1, 0.1, 0.05, 0.05],  # row 1: argmax column 0
-    [0.05, 0.05, 0.1, 0.1, 0.7],  # row 2: argmax column 4
-])
+MARK_WEIGHTS = np.array(
+    [
+        [0.1, 0.1, 0.1, 0.6, 0.1],  # row 0: argmax column 3
+        [0.7, 0.1, 0.1, 0.05, 0.05],  # row 1: argmax column 0
+        [0.05, 0.05, 0.1, 0.1, 0.7],  # row 2: argmax column 4
+    ]
+)
 MARK_ARGMAX = {(0, 3), (1, 0), (2, 4)}  # (row = output step, column = source position)
 MARK_GOLD = [[2], [0, 1]]  # shorter than the rows: step 2 has no gold
 MARK_GOLD_CELLS = {(0, 2), (1, 0), (1, 1)}
@@ -153,8 +153,14 @@ def test_head_grid_marks_each_heads_argmax_and_the_shared_gold() -> None:
 
 
 def test_side_by_side_outlines_the_probes_gold() -> None:
-    probe = {"source": "abcde", "source_tokens": MARK_SOURCE, "output_tokens": MARK_OUTPUT,
-             "weights": MARK_WEIGHTS.tolist(), "correct": True, "gold": MARK_GOLD}
+    probe = {
+        "source": "abcde",
+        "source_tokens": MARK_SOURCE,
+        "output_tokens": MARK_OUTPUT,
+        "weights": MARK_WEIGHTS.tolist(),
+        "correct": True,
+        "gold": MARK_GOLD,
+    }
     unknown = {**probe, "gold": None}
     fig = attention_side_by_side([("a", probe), ("b", unknown), ("none", {**probe, "weights": None})])
     a, b = fig.axes[:2]

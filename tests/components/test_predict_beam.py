@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnlab.lab.config import ExperimentConfig
-from attnlab.model.decode import beam_search, default_max_length
-from attnlab.model.assembly import build_model, build_task
-from attnlab.model.predict import predict, source_issue
 from attnlab.data.vocab import pad_batch
+from attnlab.lab.config import ExperimentConfig
+from attnlab.model.assembly import build_model, build_task
+from attnlab.model.decode import beam_search, default_max_length
+from attnlab.model.predict import predict, source_issue
 
 SOURCES = ["25-12-2023", "01-02-2003", "31-07-2019", "29-02-2024"]
 

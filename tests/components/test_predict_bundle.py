@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from attnlab.model.bundle import load_bundle, save_bundle
 from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import build_model, build_task
+from attnlab.model.bundle import load_bundle, save_bundle
 from attnlab.model.predict import predict
 
 TINY = dict(hidden_size=16, embedding_dim=8)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+
 from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import build_model, build_task
 from attnlab.model.predictor import Predictor

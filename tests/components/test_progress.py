@@ -8,12 +8,12 @@ import math
 
 import pytest
 
-from attnlab.lab.config import ExperimentConfig
 from attnlab.data.splits import encode_examples
-from attnlab.training.experiment import prepare_data, run_experiment
+from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import build_model
-from attnlab.training.progress import PeriodicLines, StepCurve, StepProgress, curve_interval, step_line
+from attnlab.training.experiment import prepare_data, run_experiment
 from attnlab.training.loop import train
+from attnlab.training.progress import PeriodicLines, StepCurve, StepProgress, curve_interval, step_line
 
 TINY = dict(train_size=100, validation_size=20, test_size=20, embedding_dim=7, hidden_size=7, seed=42)
 

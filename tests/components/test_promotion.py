@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from attnlab.plugins import Example, create_plugin
 from attnlab.ops.promotion import check_margin, decide, incomparable_reason, overlap
+from attnlab.plugins import Example, create_plugin
 
 NAN = float("nan")
 

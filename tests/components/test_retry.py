@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
-
 import errno
+
+import pytest
 
 from attnlab.lab.errors import UserError
 from attnlab.ops.retry import Failure, answers_late, backoff, classify, retrying, transient

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from attnlab.lab.errors import UserError
 from attnlab.ops.run_ids import find_runs, prefix_filter, run_id_key
 

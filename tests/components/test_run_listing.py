@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from attnlab.model.predict import Prediction
 from attnlab.evaluation.run_compare import comparison, differing_params, format_comparison
+from attnlab.model.predict import Prediction
 from attnlab.ops.run_listing import check_statuses, format_runs, format_stale, run_row, stale_row
 from attnlab.viz.run_plots import attention_by_run
 
@@ -46,7 +46,18 @@ def test_run_row_takes_plugins_metrics_and_champion_from_the_record():
 def test_format_runs_marks_only_the_champions_run():
     text = format_runs([run_row(A, {"b" * 32}), run_row(B, {"b" * 32})])
     header, first, second, note = text.splitlines()
-    assert header.split() == ["run", "name", "status", "started", "(UTC)", "task", "scorer/encoder/decoder", "exact_match", "alignment", "epochs"]
+    assert header.split() == [
+        "run",
+        "name",
+        "status",
+        "started",
+        "(UTC)",
+        "task",
+        "scorer/encoder/decoder",
+        "exact_match",
+        "alignment",
+        "epochs",
+    ]
     assert first.split()[:2] == ["aaaaaaaa", "dot-gru-rnn-seed0"] and "0.2500" in first
     assert second.split()[:3] == ["*", "bbbbbbbb", "additive-gru-rnn-seed1"] and "additive/gru/rnn" in second
     assert note.startswith("* champion")

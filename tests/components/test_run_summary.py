@@ -4,6 +4,7 @@ source length."""
 from __future__ import annotations
 
 import pandas as pd
+
 from attnlab.lab.run_summary import by_length, promotion_summary, registered_model
 from attnlab.ops.promotion import Decision
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from attnlab.model.bundle import RefusedFile, load_bundle, save_bundle
 from attnlab.lab.config import ExperimentConfig
-from attnlab.training.experiment import run_experiment
 from attnlab.model.assembly import build_model, build_task
+from attnlab.model.bundle import RefusedFile, load_bundle, save_bundle
+from attnlab.training.experiment import run_experiment
 
 TINY = dict(hidden_size=7, embedding_dim=5, train_size=64, validation_size=16, test_size=16, batch_size=32, epochs=1)
 

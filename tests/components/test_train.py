@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnlab.lab.config import ExperimentConfig
 from attnlab.data.splits import encode_examples
-from attnlab.training.experiment import prepare_data, run_experiment, train_model
+from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import build_model
 from attnlab.plugins import list_plugins
+from attnlab.training.experiment import prepare_data, run_experiment, train_model
 from attnlab.training.loop import TrainingDiverged, train
 
 TINY = dict(hidden_size=16, embedding_dim=8, train_size=128, validation_size=32, test_size=32, batch_size=32, epochs=1)

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from attnlab.data.splits import encode_examples, make_splits
-from attnlab.plugins import create_plugin
 from attnlab.data.vocab import EOS, PAD, SOS, UNK, Vocab, pad_batch
+from attnlab.plugins import create_plugin
 
 
 def test_vocab_round_trip_and_specials():

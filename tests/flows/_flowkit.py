@@ -7,9 +7,9 @@ import shutil
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -26,9 +26,9 @@ def untrained_bundle(folder: Path) -> Path:
     ``folder``."""
     import torch
 
-    from attnlab.model.bundle import save_bundle
     from attnlab.lab.config import ExperimentConfig
     from attnlab.model.assembly import build_model, build_task
+    from attnlab.model.bundle import save_bundle
 
     torch.manual_seed(42)
     config = ExperimentConfig(hidden_size=7, embedding_dim=7)
@@ -44,8 +44,8 @@ def point_at(store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def run_flow(store_dir: Path, **config) -> dict:
     """Run the train flow against ``store_dir``; its summary."""
-    from attnlab.lab.config import ExperimentConfig
     from attnlab.flows.train_flow import train_flow
+    from attnlab.lab.config import ExperimentConfig
 
     with pytest.MonkeyPatch.context() as patch:
         point_at(store_dir, patch)
@@ -91,7 +91,9 @@ class TrainProcess:
 
     def __init__(self, args: list[str], env: dict[str, str], cwd: Path, whole_epoch: bool = False):
         attnlab = str(Path(sys.executable).with_name("attnlab"))
-        self.process = subprocess.Popen([attnlab, "train", *args], env=env, cwd=cwd, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.process = subprocess.Popen(
+            [attnlab, "train", *args], env=env, cwd=cwd, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
         self.whole_epoch = whole_epoch
         self.lines: list[str] = []
         self.epoch_one = threading.Event()

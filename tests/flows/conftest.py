@@ -8,10 +8,11 @@ import json
 import os
 from pathlib import Path
 
-import attnlab.flows  # noqa: F401  (telemetry defaults before prefect and mlflow are imported)
 import pytest
 from _flowkit import LEARNS, chromium, point_at, run_flow
 from filelock import FileLock
+
+import attnlab.flows  # noqa: F401  (telemetry defaults before prefect and mlflow are imported)
 
 
 @pytest.fixture(scope="session", autouse=True)

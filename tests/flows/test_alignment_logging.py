@@ -7,10 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+from _flowkit import client_for
 
 from attnlab.lab.summaries import format_summary
-
-from _flowkit import client_for
 
 pytestmark = pytest.mark.slow
 

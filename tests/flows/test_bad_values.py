@@ -7,10 +7,9 @@ import re
 
 import pytest
 import torch
+from _flowkit import TINY, assert_one_line_error, client_for
 
 from attnlab.flows.cli import app as cli
-
-from _flowkit import TINY, assert_one_line_error, client_for
 
 NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
 
@@ -24,9 +23,9 @@ def attnlab(capsys, *args: str) -> tuple[int, str, str]:
 @pytest.fixture
 def bundle(tmp_path):
     """A tiny untrained date model on disk."""
-    from attnlab.model.bundle import save_bundle
     from attnlab.lab.config import ExperimentConfig
     from attnlab.model.assembly import build_model, build_task
+    from attnlab.model.bundle import save_bundle
 
     config = ExperimentConfig(hidden_size=8, embedding_dim=8)
     return save_bundle(tmp_path / "bundle", config, build_model(config, build_task(config)))

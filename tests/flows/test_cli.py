@@ -15,14 +15,13 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from _flowkit import KNOWN_DATES, TINY, assert_one_line_error, client_for, point_at
 
+from attnlab.flows import steps as tasks
 from attnlab.flows.cli import app as cli
 from attnlab.flows.cli import support as cli_support
 from attnlab.flows.services import servers
-from attnlab.flows import steps as tasks
 from attnlab.flows.tracking.runs import config_params
-
-from _flowkit import KNOWN_DATES, TINY, assert_one_line_error, client_for, point_at
 
 SUMMARY_KEYS = {
     "run_id", "experiment", "tracking_uri", "status", "config", "epochs", "stopped_early", "train_seconds",
@@ -190,9 +189,9 @@ def test_predict_with_the_champion(capsys, learned_store, monkeypatch, tmp_path)
 
 @pytest.mark.slow
 def test_predict_from_a_bundle_folder_plots_several_inputs(capsys, tmp_path):
-    from attnlab.model.bundle import save_bundle
     from attnlab.lab.config import ExperimentConfig
     from attnlab.model.assembly import build_model, build_task
+    from attnlab.model.bundle import save_bundle
 
     config = ExperimentConfig(scorer="multihead", hidden_size=16, embedding_dim=8)
     bundle = save_bundle(tmp_path / "bundle", config, build_model(config, build_task(config)))
@@ -208,7 +207,10 @@ def test_predict_from_a_bundle_folder_plots_several_inputs(capsys, tmp_path):
     [
         (["2023/12/25"], ["'2023/12/25' has character(s) '/' outside this task's alphabet"]),
         ([""], ["the source is empty"]),
-        (["25-12-2023", "--task", "reverse"], ["no registered model 'attnlab-reverse' with a 'champion' yet", "attnlab train --task reverse"]),
+        (
+            ["25-12-2023", "--task", "reverse"],
+            ["no registered model 'attnlab-reverse' with a 'champion' yet", "attnlab train --task reverse"],
+        ),
         (["25-12-2023", "--model", "models:/nope/1"], ["no model at models:/nope/1"]),
     ],
 )
@@ -362,7 +364,11 @@ def test_ctrl_c_in_a_terminal_ends_the_run_killed(tmp_path):
 
 @pytest.mark.parametrize(
     "command, left_out",
-    [("train", set()), ("schedule", {"seed"}), ("sweep", {"task", "scorer", "encoder", "decoder", "seed", "embedding_dim", "batch_size", "beam_size", "device"})],
+    [
+        ("train", set()),
+        ("schedule", {"seed"}),
+        ("sweep", {"task", "scorer", "encoder", "decoder", "seed", "embedding_dim", "batch_size", "beam_size", "device"}),
+    ],
 )
 def test_each_command_offers_the_shared_config_flags_it_takes(capsys, command, left_out):
     from attnlab.flows.cli.options import CONFIG_FLAGS

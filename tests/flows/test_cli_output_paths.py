@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from _flowkit import assert_one_line_error
+
 from attnlab.flows.cli.app import main
 
 #: A fresh interpreter runs the command and reports (exit status, heavy modules it imported).
@@ -25,9 +25,9 @@ SCRIPT = (
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory) -> Path:
     """An untrained tiny date model saved as a bundle folder."""
-    from attnlab.model.bundle import save_bundle
     from attnlab.lab.config import ExperimentConfig
     from attnlab.model.assembly import build_model, build_task
+    from attnlab.model.bundle import save_bundle
 
     config = ExperimentConfig(hidden_size=8, embedding_dim=8)
     return save_bundle(tmp_path_factory.mktemp("bundle"), config, build_model(config, build_task(config)))

@@ -16,10 +16,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from _flowkit import assert_one_line_error
 
 from attnlab.flows.services.servers import Server, stop_group, wait_healthy
-
-from _flowkit import assert_one_line_error
 
 BIN = Path(sys.executable).parent
 SWEEP = ["sweep", "--task", "date", "--scorer", "dot,additive", "--epochs", "30", "--train-size", "100",
@@ -108,11 +107,11 @@ def test_the_embedded_store_and_a_temporary_prefect_server_are_refused_on_a_clus
 
 @pytest.mark.slow
 def test_a_worker_killed_mid_run_leaves_no_run_running_and_its_rerun_linked(cluster, tmp_path):
-    from mlflow import MlflowClient
     from prefect.client.orchestration import get_client
 
-    from attnlab.ops.sweep_attempts import RERUN_OF
     from attnlab.ops.stale_runs import PID
+    from attnlab.ops.sweep_attempts import RERUN_OF
+    from mlflow import MlflowClient
 
     env = client_env(cluster, tmp_path, MLFLOW_TRACKING_URI=cluster.mlflow_url, PREFECT_API_URL=cluster.prefect_api)
     client = MlflowClient(cluster.mlflow_url)
@@ -122,7 +121,11 @@ def test_a_worker_killed_mid_run_leaves_no_run_running_and_its_rerun_linked(clus
         while victim is None:  # the event: a child run has logged an epoch on a worker
             assert process.poll() is None, (tmp_path / "err.txt").read_text()[-3000:]
             experiment = client.get_experiment_by_name("attnlab-date")
-            running = client.search_runs([experiment.experiment_id], "attributes.status = 'RUNNING' and metrics.val_exact_match >= 0") if experiment else []
+            running = (
+                client.search_runs([experiment.experiment_id], "attributes.status = 'RUNNING' and metrics.val_exact_match >= 0")
+                if experiment
+                else []
+            )
             victim = next((run for run in running if "mlflow.parentRunId" in run.data.tags), None)
             time.sleep(0.5)
         os.kill(int(victim.data.tags[PID]), signal.SIGKILL)

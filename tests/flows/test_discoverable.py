@@ -30,7 +30,7 @@ def test_plugins_shows_each_plugins_options_with_default_and_type(capsys):
     assert code == 0
     lines = out.splitlines()
     multihead = next(i for i, line in enumerate(lines) if line.split()[:1] == ["multihead"])
-    assert lines[multihead + 1].split() [:1] == ["options:"]
+    assert lines[multihead + 1].split()[:1] == ["options:"]
     assert "heads: int = 4" in lines[multihead + 1] and "dropout: float = 0.0" in lines[multihead + 1]
     dot = next(i for i, line in enumerate(lines) if line.split()[:1] == ["dot"])
     assert lines[dot + 1].split() == ["options:", "none"]

@@ -14,9 +14,9 @@ import json
 import random
 
 import pytest
+from explorer_documents import date_document
 
 from attnlab.viz.explorer import explorer_html, write_explorer
-from explorer_documents import date_document
 
 # The last source is long: at 200% zoom its tokens must wrap and its grid scroll.
 SOURCES = ["25-12-2023", "01/02/1999", "7 Mar 2010", "2000.11.30", "Saturday, the fourth of July, 1987"]
@@ -102,12 +102,15 @@ def page(browser, url):
 
 def alpha(page, selector: str) -> list[float | None]:
     """Inline background alpha of every element matching ``selector`` (None: no inline colour)."""
-    return page.eval_on_selector_all(selector, """nodes => nodes.map(n => {
+    return page.eval_on_selector_all(
+        selector,
+        """nodes => nodes.map(n => {
         const c = n.style.backgroundColor;
         if (!c) return null;
         const parts = c.match(/[\\d.]+/g).map(Number);
         return parts.length === 4 ? parts[3] : 1;
-    })""")
+    })""",
+    )
 
 
 def indexes(page, selector: str) -> list[int]:
@@ -151,7 +154,9 @@ def test_a_default_sized_page_loads(browser, tmp_path):
     page.wait_for_selector("body[data-ready]")
     timing = page.evaluate("({load: performance.getEntriesByType('navigation')[0].loadEventEnd, render: window.explorerRenderMs})")
     size = path.stat().st_size
-    print(f"explorer page of a default-sized run ({size / 1e6:.2f} MB): loaded in {timing['load']:.0f} ms, drawn in {timing['render']:.0f} ms")
+    print(
+        f"explorer page of a default-sized run ({size / 1e6:.2f} MB): loaded in {timing['load']:.0f} ms, drawn in {timing['render']:.0f} ms"
+    )
     assert page.locator('[data-testid="example-item"]').count() == 200
     page.close()
     assert errors == []
@@ -168,8 +173,13 @@ def reversal_document(length: int = 40) -> dict:
         examples.append({"source_tokens": list(source), "output_tokens": output, "target": target, "correct": correct,
                          "gold": [[len(source) - 1 - i] for i in range(len(source))] + [[]],
                          "weights": {"average": weights(rng, len(output), len(source))}})  # fmt: skip
-    return {"version": 1, "title": "attnlab run reverse", "subtitle": "reverse task", "note": "2 test examples",
-            "models": [{"name": "additive", "metrics": {"exact_match": 0.5}, "views": ["average"], "examples": examples}]}
+    return {
+        "version": 1,
+        "title": "attnlab run reverse",
+        "subtitle": "reverse task",
+        "note": "2 test examples",
+        "models": [{"name": "additive", "metrics": {"exact_match": 0.5}, "views": ["average"], "examples": examples}],
+    }
 
 
 @pytest.mark.parametrize("viewport", [(1280, 900), (640, 450)])

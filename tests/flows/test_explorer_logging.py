@@ -9,10 +9,9 @@ import re
 from pathlib import Path
 
 import pytest
+from _flowkit import assert_one_line_error, client_for
 
 from attnlab.flows.cli import app as cli
-
-from _flowkit import assert_one_line_error, client_for
 
 DATA = re.compile(r'<script type="application/json" id="explorer-data">(.*?)</script>', re.S)
 
@@ -62,9 +61,9 @@ def test_a_train_run_logs_the_explorer_with_snapshots_inside_the_first_epoch_and
 
 
 def _bundle(tmp_path: Path, **fields) -> Path:
-    from attnlab.model.bundle import save_bundle
     from attnlab.lab.config import ExperimentConfig
     from attnlab.model.assembly import build_model, build_task
+    from attnlab.model.bundle import save_bundle
 
     config = ExperimentConfig(hidden_size=16, embedding_dim=8, **fields)
     return save_bundle(tmp_path / "bundle", config, build_model(config, build_task(config)))
@@ -110,6 +109,7 @@ def test_predict_reports_a_page_it_could_not_write_in_one_line(capsys, tmp_path,
     if failure == "name too long":
         target = tmp_path / ("x" * 300 + ".html")
     else:
+
         def refuse(document, path):
             raise PermissionError(13, "Permission denied", str(path))
 

@@ -12,15 +12,15 @@ from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
 from prefect.states import Failed
 
-from attnlab.model.bundle import save_bundle
-from attnlab.lab.config import ExperimentConfig
-from attnlab.evaluation.metrics import Evaluation
 from attnlab.data.examples import pick_examples, sample_predictions
+from attnlab.evaluation.metrics import Evaluation
 from attnlab.flows import steps as tasks
+from attnlab.flows.pyfunc import source_texts
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking.errors import TrackingUnavailable
-from attnlab.flows.pyfunc import source_texts
+from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import build_model, build_task
+from attnlab.model.bundle import save_bundle
 
 SOURCES, TARGETS = ["01-02-2003", "28-12-2029"], ["2003年02月01日", "2029年12月28日"]
 
@@ -32,9 +32,7 @@ def _bundle(tmp_path: Path, scorer: str) -> Path:
 
 def test_plot_attention_draws_every_head_of_a_multihead_model(tmp_path):
     out = tasks.plot_attention.fn(_bundle(tmp_path, "multihead"), SOURCES, TARGETS, tmp_path / "plots")
-    assert sorted(p.name for p in out.glob("*.png")) == [
-        "example_0.png", "example_0_heads.png", "example_1.png", "example_1_heads.png"
-    ]
+    assert sorted(p.name for p in out.glob("*.png")) == ["example_0.png", "example_0_heads.png", "example_1.png", "example_1_heads.png"]
     records = json.loads((out / "weights.json").read_text())
     assert [r["source"] for r in records] == SOURCES and [r["target"] for r in records] == TARGETS
     heads = records[0]["head_weights"]
@@ -42,8 +40,8 @@ def test_plot_attention_draws_every_head_of_a_multihead_model(tmp_path):
 
 
 def test_plot_attention_records_the_gold_of_test_examples(tmp_path):
-    from attnlab.data.splits import Splits
     from attnlab.data.datasets import save_splits
+    from attnlab.data.splits import Splits
     from attnlab.plugins import Example
 
     gold = ((6,), (7,), (8,), (9,), (), (3,), (4,), (), (0,), (1,), ())
@@ -101,5 +99,7 @@ def test_pyfunc_inputs():
 
 
 def test_epoch_line():
-    line = tasks.epoch_line({"epoch": 2, "train_loss": 0.5, "val_loss": 0.25, "val_exact_match": 0.9, "seconds": 1.5, "samples_per_second": 2000.0}, 20)
+    line = tasks.epoch_line(
+        {"epoch": 2, "train_loss": 0.5, "val_loss": 0.25, "val_exact_match": 0.9, "seconds": 1.5, "samples_per_second": 2000.0}, 20
+    )
     assert line == "epoch   2/20  train_loss 0.5000  val_loss 0.2500  val_exact_match 0.9000  1.5 s (2,000 samples/s)"

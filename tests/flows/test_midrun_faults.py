@@ -18,7 +18,6 @@ from pathlib import Path
 
 import psutil
 import pytest
-
 from _flowkit import TrainProcess, client_for
 
 ATTNLAB = str(Path(sys.executable).with_name("attnlab"))
@@ -165,7 +164,9 @@ def test_the_artifacts_folder_deleted_mid_run_ends_in_one_line_and_the_champion_
     train.wait_for_epoch_one()
     shutil.rmtree(store / "artifacts")
     deleted = time.monotonic()
-    run_id, line = ended_in_one_line(train, deleted, f"the MLflow store's artifacts folder {store / 'artifacts'} was deleted during the run")
+    run_id, line = ended_in_one_line(
+        train, deleted, f"the MLflow store's artifacts folder {store / 'artifacts'} was deleted during the run"
+    )
     epochs = [line for line in train.lines if " train_loss " in line and "step" not in line]
     assert len(epochs) <= 5, "noticed at the next epoch, not after all 40"
     assert f"run {run_id} ended FAILED" in line and "restore it from a backup" in line
@@ -184,5 +185,7 @@ def test_a_store_whose_artifacts_folder_is_gone_is_refused_before_a_run(capsys, 
     shutil.rmtree(copy / "artifacts")
     code, out, err = attnlab(capsys, "train", "--epochs", "1")
     assert code == 2 and out == ""
-    assert_one_line_error(err, f"the MLflow store {copy / 'mlflow.db'} records ", f"but {copy / 'artifacts'}, which holds their files, is missing")
+    assert_one_line_error(
+        err, f"the MLflow store {copy / 'mlflow.db'} records ", f"but {copy / 'artifacts'}, which holds their files, is missing"
+    )
     assert not (copy / "artifacts").exists()  # refused before anything was written

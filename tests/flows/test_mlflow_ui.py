@@ -68,8 +68,8 @@ def test_new_and_old_experiments_become_model_training_experiments_with_the_view
 
 def test_two_sweeps_of_one_grid_get_distinct_readable_parent_names(empty_store, monkeypatch):
     from attnlab.evaluation.compare import Grid
-    from attnlab.lab.config import ExperimentConfig
     from attnlab.flows import sweep_parent
+    from attnlab.lab.config import ExperimentConfig
 
     client = client_for(empty_store)
     grid = Grid(values={"scorer": ("dot", "additive"), "encoder": ("gru",)}, seeds=(0, 1))
@@ -122,9 +122,20 @@ def test_the_printed_link_opens_the_runs_table_with_attnlabs_columns_in_chromium
                 assert server.poll() is None and time.monotonic() < deadline, "MLflow UI did not start"
                 time.sleep(0.5)
         dom = subprocess.run(
-            ["chromium", "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'profile'}",
-             "--window-size=1800,900", "--virtual-time-budget=15000", "--dump-dom", link],
-            capture_output=True, text=True, timeout=180,
+            [
+                "chromium",
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                f"--user-data-dir={tmp_path / 'profile'}",
+                "--window-size=1800,900",
+                "--virtual-time-budget=15000",
+                "--dump-dom",
+                link,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
         ).stdout
     finally:
         os.killpg(server.pid, signal.SIGINT)

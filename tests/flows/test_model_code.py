@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-
 from _flowkit import point_at
+
 from attnlab.flows.tracking.errors import UserError
 from attnlab.flows.tracking.registry import load_pyfunc
 

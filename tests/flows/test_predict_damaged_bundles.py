@@ -8,17 +8,17 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from _flowkit import assert_one_line_error
+
 from attnlab.flows.cli.app import main
 
 
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory) -> Path:
     """An untrained tiny date model saved as a bundle folder."""
-    from attnlab.model.bundle import save_bundle
     from attnlab.lab.config import ExperimentConfig
     from attnlab.model.assembly import build_model, build_task
+    from attnlab.model.bundle import save_bundle
 
     config = ExperimentConfig(hidden_size=8, embedding_dim=8)
     return save_bundle(tmp_path_factory.mktemp("saved") / "bundle", config, build_model(config, build_task(config)))
@@ -44,7 +44,10 @@ def hidden_size_edited(folder: Path) -> list[str]:
 def vocab_lost_entries(folder: Path) -> list[str]:
     vocab = json.loads((folder / "vocab.json").read_text())
     (folder / "vocab.json").write_text(json.dumps({**vocab, "target": vocab["target"][:-2]}, ensure_ascii=False))
-    return [f"{folder / 'vocab.json'} does not match {folder / 'weights.pt'}", "it lists 11 target characters, the weights were trained with 13"]
+    return [
+        f"{folder / 'vocab.json'} does not match {folder / 'weights.pt'}",
+        "it lists 11 target characters, the weights were trained with 13",
+    ]
 
 
 @pytest.mark.parametrize("damage", [only_config, vocab_not_json, hidden_size_edited, vocab_lost_entries])

@@ -12,8 +12,8 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from _flowkit import assert_one_line_error, untrained_bundle
+
 from attnlab.flows.cli.app import main
 from attnlab.lab.predict_inputs import BATCH_LINES
 
@@ -138,7 +138,10 @@ def test_skip_bad_streams_stdin_one_batch_at_a_time(bundle, tmp_path):
     attnlab = str(Path(sys.executable).with_name("attnlab"))
     process = subprocess.Popen(
         [attnlab, "predict", "--model", str(bundle), "-", "--skip-bad"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
     )
     watchdog = threading.Timer(300, process.kill)  # a hang fails the test instead of stalling it
     watchdog.start()

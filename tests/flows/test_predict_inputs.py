@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from _flowkit import assert_one_line_error
+
 from attnlab.flows.cli.app import main
 
 LONG = "1" * 5000
@@ -20,9 +20,9 @@ LONG = "1" * 5000
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory) -> Path:
     """An untrained tiny date model saved as a bundle folder."""
-    from attnlab.model.bundle import save_bundle
     from attnlab.lab.config import ExperimentConfig
     from attnlab.model.assembly import build_model, build_task
+    from attnlab.model.bundle import save_bundle
 
     config = ExperimentConfig(hidden_size=8, embedding_dim=8)
     return save_bundle(tmp_path_factory.mktemp("bundle"), config, build_model(config, build_task(config)))
@@ -41,7 +41,9 @@ def served(bundle, tmp_path_factory):
 
     path = tmp_path_factory.mktemp("served") / "model"
     signature = ModelSignature(inputs=Schema([ColSpec("string", "source")]), outputs=Schema([ColSpec("string")]))
-    mlflow.pyfunc.save_model(str(path), python_model=pyfunc.MODEL_CODE, artifacts={pyfunc.BUNDLE: str(bundle)}, signature=signature, pip_requirements=[])
+    mlflow.pyfunc.save_model(
+        str(path), python_model=pyfunc.MODEL_CODE, artifacts={pyfunc.BUNDLE: str(bundle)}, signature=signature, pip_requirements=[]
+    )
     model = mlflow.pyfunc.load_model(str(path))
     return model, TestClient(scoring_server.init(model))
 
@@ -77,7 +79,10 @@ def test_a_model_option_that_names_nothing_is_refused_at_once(capsys):
 @pytest.mark.parametrize(
     "args,needles",
     [
-        (["--model", "models:/../../etc/passwd"], ["'models:/../../etc/passwd'", "models:/NAME@ALIAS, models:/NAME/VERSION or runs:/RUN_ID/model"]),
+        (
+            ["--model", "models:/../../etc/passwd"],
+            ["'models:/../../etc/passwd'", "models:/NAME@ALIAS, models:/NAME/VERSION or runs:/RUN_ID/model"],
+        ),
         (["--model", "runs:/../../etc/passwd"], ["'runs:/../../etc/passwd'", "runs:/RUN_ID/model"]),
         (["--model", ""], ["--model ''", "is empty", "leave --model out"]),
         (["--task", "nosuch"], ["unknown task 'nosuch'", "date, date-formats, reverse"]),

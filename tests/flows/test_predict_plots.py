@@ -12,9 +12,9 @@ from attnlab.flows.cli import app as cli
 @pytest.mark.slow
 @pytest.mark.parametrize("json_output", [False, True])
 def test_predict_names_every_heatmap_it_wrote(capsys, tmp_path, json_output):
-    from attnlab.model.bundle import save_bundle
     from attnlab.lab.config import ExperimentConfig
     from attnlab.model.assembly import build_model, build_task
+    from attnlab.model.bundle import save_bundle
 
     config = ExperimentConfig(scorer="multihead", hidden_size=16, embedding_dim=8)
     bundle = save_bundle(tmp_path / "bundle", config, build_model(config, build_task(config)))

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import psutil
 import pytest
-
 from _flowkit import TINY, Burners, assert_one_line_error
 
 ATTNLAB = str(Path(sys.executable).with_name("attnlab"))

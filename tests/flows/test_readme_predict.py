@@ -10,8 +10,8 @@ import shlex
 from pathlib import Path
 
 import pytest
-
 from _flowkit import TINY, point_at, run_flow
+
 from attnlab.flows.cli.app import main
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,17 +10,16 @@ import threading
 import time
 
 import pytest
-from mlflow import MlflowClient
+from _flowkit import LEARNS, TINY, client_for, point_at
 
-from attnlab.lab.config import ExperimentConfig
+from attnlab.flows.retrain_flow import retrain_flow
 from attnlab.flows.tracking import benchmark_store
 from attnlab.flows.tracking import promote as promotion
-from attnlab.flows.tracking.registry import CHAMPION
 from attnlab.flows.tracking.promotion_lock import promotion_lock
-from attnlab.flows.retrain_flow import retrain_flow
+from attnlab.flows.tracking.registry import CHAMPION
+from attnlab.lab.config import ExperimentConfig
 from attnlab.ops.promotion import Decision
-
-from _flowkit import LEARNS, TINY, client_for, point_at
+from mlflow import MlflowClient
 
 NAME = "attnlab-date"
 BENCHMARK = 120

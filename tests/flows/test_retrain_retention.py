@@ -7,12 +7,11 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from attnlab.lab.config import ExperimentConfig
-from attnlab.flows.tracking.prune import PRUNED_ARTIFACT, PRUNED_METRIC, PRUNED_TAG
-from attnlab.flows.retrain_flow import retrain_flow
-
 from _flowkit import LEARNS, TINY, client_for, point_at
+
+from attnlab.flows.retrain_flow import retrain_flow
+from attnlab.flows.tracking.prune import PRUNED_ARTIFACT, PRUNED_METRIC, PRUNED_TAG
+from attnlab.lab.config import ExperimentConfig
 
 NAME = "attnlab-date"
 

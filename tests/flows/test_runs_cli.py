@@ -11,10 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
+from _flowkit import TINY, assert_one_line_error, client_for, point_at, run_flow
 
 from attnlab.flows.cli import app as cli
-
-from _flowkit import TINY, assert_one_line_error, client_for, point_at, run_flow
 
 
 def attnlab(capsys, *args: str) -> tuple[int, str, str]:
@@ -26,8 +25,8 @@ def attnlab(capsys, *args: str) -> tuple[int, str, str]:
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory, prefect_harness) -> tuple[Path, dict, dict]:
     """(store, summary of the flow's run, summary of the API's run): the API's run is the newer."""
-    from attnlab.lab.config import ExperimentConfig
     from attnlab.flows import api
+    from attnlab.lab.config import ExperimentConfig
 
     store = tmp_path_factory.mktemp("runs") / "mlflow"
     by_flow = run_flow(store, **TINY, scorer="dot")
@@ -95,9 +94,9 @@ def test_the_champion_mark_follows_the_alias(capsys, two_runs, monkeypatch):
 
 
 def test_stale_runs_are_listed_then_ended_failed(capsys, two_runs, monkeypatch):
-    from attnlab.ops import stale_runs
-    from attnlab.flows.tracking import store as stores
     from attnlab.flows.tracking import runs as tracking
+    from attnlab.flows.tracking import store as stores
+    from attnlab.ops import stale_runs
 
     store, _, _ = two_runs
     point_at(store, monkeypatch)

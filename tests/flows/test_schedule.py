@@ -16,11 +16,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from _flowkit import Burners, assert_one_line_error, chromium, client_for
 
 from attnlab.flows.cli import app as cli
 from attnlab.flows.services import servers
-
-from _flowkit import Burners, assert_one_line_error, chromium, client_for
 
 DEPLOYMENT = "attnlab-retrain/test-nightly"
 CRON = "0 3 * * *"
@@ -298,7 +297,13 @@ def test_each_cron_tick_starts_one_run_on_a_busy_machine(service, prefect_at):
     """A deployment on an every-minute cron, served while every core is kept busy: once two ticks
     have fired, each tick has exactly one flow run (a tick once fired twice under load)."""
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterName, FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType
+    from prefect.client.schemas.filters import (
+        DeploymentFilter,
+        DeploymentFilterName,
+        FlowRunFilter,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
     from prefect.client.schemas.objects import StateType
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_API", "MLFLOW_TRACKING"))}

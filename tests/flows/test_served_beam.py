@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from _flowkit import untrained_bundle
 
 SOURCES = ["25-12-2023", "01-02-2003", "29-02-2024"]
@@ -28,7 +27,9 @@ def served(bundle, tmp_path_factory):
     from attnlab.flows import pyfunc
 
     path = tmp_path_factory.mktemp("served") / "model"
-    mlflow.pyfunc.save_model(str(path), python_model=pyfunc.MODEL_CODE, artifacts={pyfunc.BUNDLE: str(bundle)}, signature=pyfunc.signature(), pip_requirements=[])
+    mlflow.pyfunc.save_model(
+        str(path), python_model=pyfunc.MODEL_CODE, artifacts={pyfunc.BUNDLE: str(bundle)}, signature=pyfunc.signature(), pip_requirements=[]
+    )
     model = mlflow.pyfunc.load_model(str(path))
     return model, TestClient(scoring_server.init(model))
 
@@ -50,10 +51,9 @@ def request(client, params=None):
 
 def test_logged_models_take_a_beam_size_param(bundle, tmp_path, monkeypatch):
     import mlflow
-    from mlflow import MlflowClient
-
-    from attnlab.lab.config import ExperimentConfig
     from attnlab.flows.tracking.registry import log_model
+    from attnlab.lab.config import ExperimentConfig
+    from mlflow import MlflowClient
 
     monkeypatch.chdir(tmp_path)
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")

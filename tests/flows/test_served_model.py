@@ -26,15 +26,17 @@ def model_dir(tmp_path_factory) -> Path:
     """An untrained tiny date model saved as an MLflow pyfunc model."""
     import mlflow.pyfunc
 
-    from attnlab.model.bundle import save_bundle
-    from attnlab.lab.config import ExperimentConfig
     from attnlab.flows import pyfunc
+    from attnlab.lab.config import ExperimentConfig
     from attnlab.model.assembly import build_model, build_task
+    from attnlab.model.bundle import save_bundle
 
     config = ExperimentConfig(hidden_size=8, embedding_dim=8)
     bundle = save_bundle(tmp_path_factory.mktemp("bundle"), config, build_model(config, build_task(config)))
     path = tmp_path_factory.mktemp("served") / "model"
-    mlflow.pyfunc.save_model(str(path), python_model=pyfunc.MODEL_CODE, artifacts={pyfunc.BUNDLE: str(bundle)}, signature=pyfunc.signature(), pip_requirements=[])
+    mlflow.pyfunc.save_model(
+        str(path), python_model=pyfunc.MODEL_CODE, artifacts={pyfunc.BUNDLE: str(bundle)}, signature=pyfunc.signature(), pip_requirements=[]
+    )
     return path
 
 
@@ -122,7 +124,21 @@ def test_mlflow_models_serve_refuses_too_many_rows_and_stops_on_sigterm_mid_requ
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    command = [sys.executable, "-m", "mlflow", "models", "serve", "-m", str(model_dir), "--env-manager", "local", "--host", "127.0.0.1", "--port", str(port)]
+    command = [
+        sys.executable,
+        "-m",
+        "mlflow",
+        "models",
+        "serve",
+        "-m",
+        str(model_dir),
+        "--env-manager",
+        "local",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
     with open(tmp_path / "serve.log", "wb") as log:
         server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
     try:

@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from _flowkit import TrainProcess
 
 ATTNLAB = str(Path(sys.executable).with_name("attnlab"))
@@ -138,9 +137,9 @@ def test_sigterm_acts_at_once_while_the_dead_server_is_retried(tmp_path, mlflow_
 
 
 def test_runs_whose_owner_process_is_gone_end_failed_others_stay_running(empty_store):
-    from attnlab.ops import stale_runs
-    from attnlab.flows.tracking import store
     from attnlab.flows.tracking import runs as tracking
+    from attnlab.flows.tracking import store
+    from attnlab.ops import stale_runs
     from mlflow import MlflowClient
 
     where = store.use_store()
@@ -161,7 +160,13 @@ def test_runs_whose_owner_process_is_gone_end_failed_others_stay_running(empty_s
     assert set(ended) == {ids["gone"], ids["elsewhere-silent"]}
     assert f"its process {gone} on {host} is gone" == ended[ids["gone"]]
     status = {name: client.get_run(run_id).info.status for name, run_id in ids.items()}
-    assert status == {"gone": "FAILED", "alive": "RUNNING", "elsewhere-recent": "RUNNING", "elsewhere-silent": "FAILED", "no-owner": "RUNNING"}
+    assert status == {
+        "gone": "FAILED",
+        "alive": "RUNNING",
+        "elsewhere-recent": "RUNNING",
+        "elsewhere-silent": "FAILED",
+        "no-owner": "RUNNING",
+    }
     assert tracking.end_stale_runs(client) == []  # ended once
 
 

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import pytest
-
 from _flowkit import assert_one_line_error
+
 from attnlab.flows.cli.app import main
 
 

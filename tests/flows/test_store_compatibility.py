@@ -10,7 +10,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from _flowkit import TINY, client_for, point_at
 from test_store_integrity import attnlab
 

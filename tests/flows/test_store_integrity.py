@@ -15,10 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
+from _flowkit import TINY, assert_one_line_error, client_for
 
 from attnlab.flows.cli import app as cli
-
-from _flowkit import TINY, assert_one_line_error, client_for
 
 TINY_ARGS = [f"-o{key}={value}" for key, value in {**TINY, "epochs": 1}.items()]
 #: Run in a child process: open a fresh store with MLflow and die (like kill -9) right after its
@@ -222,7 +221,9 @@ def test_a_damaged_store_beside_earlier_runs_is_refused_never_recreated(capsys, 
     assert code == 2 and out == ""
     what = {"truncated": "is empty (0 bytes) but", "deleted": "is missing but", "garbage": "is not a readable SQLite database",
             "cut in half": "is not a readable SQLite database (database disk image is malformed)"}[damage]  # fmt: skip
-    assert_one_line_error(err, f"the MLflow store {db} {what}", "restore mlflow.db from a backup (see 'Backup and restore' in mlflow/README.md)")
+    assert_one_line_error(
+        err, f"the MLflow store {db} {what}", "restore mlflow.db from a backup (see 'Backup and restore' in mlflow/README.md)"
+    )
     assert fingerprint(store_dir) == before  # nothing re-created, no artifact touched
 
 
@@ -251,12 +252,14 @@ def test_a_read_only_store_is_one_line_and_left_unchanged(tmp_path):
     store_dir = tmp_path / "mlflow"
     store_with_runs(store_dir, 2)
     before, runs_before = fingerprint(store_dir), len(all_runs(store_dir))
-    mount_ro = f"mount --bind {store_dir} {store_dir} && mount -o remount,bind,ro {store_dir} && exec \"$@\""
+    mount_ro = f'mount --bind {store_dir} {store_dir} && mount -o remount,bind,ro {store_dir} && exec "$@"'
     prefix = ["unshare", "--mount", "--propagation", "private", "sh", "-c", mount_ro, "sh"]
     process = cli_process(store_dir, "train", *TINY_ARGS, cwd=tmp_path, prefix=prefix)
     out, err = process.communicate(timeout=300)
     assert process.returncode == 2, err[-3000:]
-    assert_one_line_error(err, f"the MLflow store {store_dir} is read-only", "make it writable, or point ATTNLAB_MLFLOW_DIR at a writable folder")
+    assert_one_line_error(
+        err, f"the MLflow store {store_dir} is read-only", "make it writable, or point ATTNLAB_MLFLOW_DIR at a writable folder"
+    )
     assert fingerprint(store_dir) == before and len(all_runs(store_dir)) == runs_before
 
 
@@ -291,7 +294,7 @@ def read_only(store_dir: Path) -> list[str]:
     private mount namespace (read-only for root too); skips the test where that is impossible."""
     if not _can(["unshare", "--mount", "--propagation", "private", "true"]):
         pytest.skip("needs unshare --mount (root, CAP_SYS_ADMIN) to make a read-only bind mount")
-    mount_ro = f"mount --bind {store_dir} {store_dir} && mount -o remount,bind,ro {store_dir} && exec \"$@\""
+    mount_ro = f'mount --bind {store_dir} {store_dir} && mount -o remount,bind,ro {store_dir} && exec "$@"'
     return ["unshare", "--mount", "--propagation", "private", "sh", "-c", mount_ro, "sh"]
 
 

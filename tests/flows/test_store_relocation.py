@@ -64,4 +64,3 @@ def test_relocate_without_a_store_is_one_line(capsys, tmp_path, monkeypatch):
     code, out, err = attnlab(capsys, "store", "relocate")
     assert code == 2 and out == ""
     assert_one_line_error(err, f"no MLflow store at {tmp_path / 'nothing'} to relocate", "ATTNLAB_MLFLOW_DIR")
-

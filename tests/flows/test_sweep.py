@@ -4,17 +4,15 @@ Dask runner, concurrent logging, and bad input."""
 from __future__ import annotations
 
 import contextlib
-
 import json
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
+from _flowkit import assert_one_line_error, client_for
 
 from attnlab.flows.cli import app as cli
-
-from _flowkit import assert_one_line_error, client_for
 
 #: A tiny sweep: 2 scorers x 1 encoder x 2 seeds of reversal, a second or two per run.
 TINY_SWEEP = (
@@ -58,7 +56,10 @@ def check_linked_sweep(store: Path, summary: dict) -> None:
     assert parent.data.params["grid.scorer"] == "dot,additive" and parent.data.params["grid.seeds"] == "0,1"
     assert len(children) == 4 and {c.info.status for c in children} == {"FINISHED"}
     assert sorted((c.data.tags["scorer"], c.data.params["seed"]) for c in children) == [
-        ("additive", "0"), ("additive", "1"), ("dot", "0"), ("dot", "1")
+        ("additive", "0"),
+        ("additive", "1"),
+        ("dot", "0"),
+        ("dot", "1"),
     ]
     assert {c.info.run_id for c in children} == {row["run_id"] for row in summary["run_table"]}
     assert all(c.data.metrics["val_exact_match"] >= 0 for c in children)  # per-epoch metrics logged
@@ -67,7 +68,9 @@ def check_linked_sweep(store: Path, summary: dict) -> None:
     assert _artifacts(client, parent.info.run_id, "plots") == PLOTS
     assert _artifacts(client, parent.info.run_id, "tables") == {"tables/comparison.json", "tables/runs.json"}
     # The data splits: once per distinct data set (one per seed) on the parent, named by each run.
-    shared = {f.path for folder in _artifacts(client, parent.info.run_id, "data") for f in client.list_artifacts(parent.info.run_id, folder)}
+    shared = {
+        f.path for folder in _artifacts(client, parent.info.run_id, "data") for f in client.list_artifacts(parent.info.run_id, folder)
+    }
     assert len(shared) == 2 and all(path.endswith("/splits.csv") for path in shared)
     by_seed = {c.data.params["seed"]: set() for c in children}
     for child in children:
@@ -80,7 +83,9 @@ def check_linked_sweep(store: Path, summary: dict) -> None:
     probes = [json.loads(Path(client.download_artifacts(c.info.run_id, "attention/weights.json")).read_text())[0] for c in children]
     assert len({p["source"] for p in probes}) == 1
     assert all(p["gold"] == [[len(p["source"]) - 1 - i] for i in range(len(p["source"]))] for p in probes)
-    assert _artifacts(client, parent.info.run_id, "attention") == {"attention/explorer.html"} and summary["explorer"] == ["attention/explorer.html"]
+    assert _artifacts(client, parent.info.run_id, "attention") == {"attention/explorer.html"} and summary["explorer"] == [
+        "attention/explorer.html"
+    ]
     # Each run draws the probe's heatmap only (--example-plots adds those of 4 test examples).
     assert all(_artifacts(client, c.info.run_id, "attention") == PROBE_ONLY for c in children)
     table = summary["table"]
@@ -106,7 +111,9 @@ def test_tiny_sweep_links_children_to_one_parent_with_table_and_plots(capsys, em
     # comparing their attention says so in one line instead of failing inside MLflow.
     client, _, children = _runs(empty_store, summary["parent_run_id"])
     assert not _model_runs(client, children)
-    compare_code, _, compare_err = attnlab(capsys, "compare", children[0].info.run_id, children[1].info.run_id, "--plot", str(tmp_path / "c.png"))
+    compare_code, _, compare_err = attnlab(
+        capsys, "compare", children[0].info.run_id, children[1].info.run_id, "--plot", str(tmp_path / "c.png")
+    )
     assert compare_code == 2
     assert_one_line_error(compare_err, "no model at runs:/", "--log-models")
     assert err.count("[") >= 4 and "[4/4]" in err  # one progress line per finished run
@@ -180,11 +187,10 @@ def _log_epochs(args: tuple[str, str, int]) -> str:
     else:
         os.environ["ATTNLAB_MLFLOW_DIR"] = where
         os.environ.pop("MLFLOW_TRACKING_URI", None)
-    from mlflow import MlflowClient
-
-    from attnlab.lab.config import ExperimentConfig
-    from attnlab.flows.tracking import store as tracking_store
     from attnlab.flows.tracking import runs as tracking
+    from attnlab.flows.tracking import store as tracking_store
+    from attnlab.lab.config import ExperimentConfig
+    from mlflow import MlflowClient
 
     store = tracking_store.use_store()
     client = MlflowClient()
@@ -312,7 +318,9 @@ def test_a_terminated_sweep_ends_every_run_killed_and_leaves_no_worker(empty_sto
             if _runs_with_an_epoch(empty_store / "mlflow.db") == 2:
                 break
         else:
-            pytest.fail(f"the sweep ended (status {process.returncode}) before both runs had logged an epoch: {process.stderr.read()[-2000:]}")
+            pytest.fail(
+                f"the sweep ended (status {process.returncode}) before both runs had logged an epoch: {process.stderr.read()[-2000:]}"
+            )
         workers = psutil.Process(process.pid).children(recursive=True)
         process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=900)  # a hang guard only: SIGTERM acts within seconds

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+from _flowkit import client_for
 from mlflow.entities import Param
 
-from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.sweep_flow import _running_line
-
-from _flowkit import client_for
+from attnlab.flows.tracking import runs as tracking
 
 
 class CountingClient:

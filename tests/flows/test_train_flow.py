@@ -11,18 +11,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from mlflow import MlflowClient
+from _flowkit import KNOWN_DATES, LEARNS, TINY, client_for, point_at, run_flow
 from mlflow.entities import RunStatus
 
-from attnlab.lab.config import ExperimentConfig
 from attnlab.data.datasets import data_spec, load_splits
-from attnlab.flows.tracking import registry as model_registry
 from attnlab.flows import steps as tasks
+from attnlab.flows.tracking import registry as model_registry
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking import store as tracking_store
 from attnlab.flows.tracking.errors import TrackingUnavailable
-
-from _flowkit import KNOWN_DATES, LEARNS, TINY, client_for, point_at, run_flow
+from attnlab.lab.config import ExperimentConfig
+from mlflow import MlflowClient
 
 pytestmark = pytest.mark.slow
 
@@ -46,7 +45,10 @@ def test_run_has_every_config_field_as_param_tags_and_config_files(learned_store
     assert run.data.params == tracking.config_params(config)
     assert set(run.data.params) == set(ExperimentConfig.model_fields)
     assert {k: run.data.tags[k] for k in ("task", "scorer", "encoder", "decoder")} == {
-        "task": "date", "scorer": "scaled_dot", "encoder": "gru", "decoder": "rnn"
+        "task": "date",
+        "scorer": "scaled_dot",
+        "encoder": "gru",
+        "decoder": "rnn",
     }
     assert run.data.tags["prefect.flow_run_id"] == summary["prefect_flow_run_id"] != ""
     client = client_for(store)
@@ -117,9 +119,9 @@ def test_model_is_registered_with_champion_alias(learned_store):
 
 
 def test_pyfunc_champion_predicts_the_right_strings(learned_store):
-    import mlflow
     import mlflow.pyfunc
 
+    import mlflow
     from attnlab.model.bundle import load_bundle
     from attnlab.model.predict import predict
 

@@ -15,13 +15,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from _flowkit import TINY, client_for
 
 from attnlab.flows.cli import app as cli
 from attnlab.flows.cli.progress_display import ProgressDisplay
 from attnlab.flows.tracking.step_log import STEP_METRIC, StepLog
 from attnlab.training.progress import StepProgress
-
-from _flowkit import TINY, client_for
 
 TINY_ARGS = [f"-o{key}={value}" for key, value in TINY.items()]
 

@@ -52,9 +52,7 @@ def test_need_weights_false_gives_the_same_logits(decoder):
     dec = make_decoder(decoder, "scaled_dot")
     memory, mask = make_memory()
     tgt_in = torch.randint(3, VOCAB, (2, 6))
-    torch.testing.assert_close(
-        dec(tgt_in, memory, mask, need_weights=False).logits, dec(tgt_in, memory, mask).logits, atol=1e-5, rtol=1e-4
-    )
+    torch.testing.assert_close(dec(tgt_in, memory, mask, need_weights=False).logits, dec(tgt_in, memory, mask).logits, atol=1e-5, rtol=1e-4)
 
 
 def test_lstm_cell_option_and_bad_cell():

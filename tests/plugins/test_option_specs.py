@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from attnlab.plugins import Attention
-from attnlab.plugins.options import REQUIRED, option_specs
 from attnlab.plugins.builtin.scorers import MultiHeadAttention
+from attnlab.plugins.options import REQUIRED, option_specs
 
 
 class _Base(Attention):

@@ -88,9 +88,7 @@ def test_fused_decoding_step_equals_the_generic_one(padded, monkeypatch):
     dec = make_decoder("scaled_dot").eval()
     lengths = torch.tensor([5, 3] if padded else [5, 5])
     mask = torch.arange(5)[None, :] < lengths[:, None]
-    memory = EncoderOutput(
-        torch.randn(2, 5, HIDDEN, dtype=torch.double) * mask[..., None], torch.randn(2, HIDDEN, dtype=torch.double)
-    )
+    memory = EncoderOutput(torch.randn(2, 5, HIDDEN, dtype=torch.double) * mask[..., None], torch.randn(2, HIDDEN, dtype=torch.double))
     tokens = torch.randint(3, VOCAB, (2,))
 
     def step():
@@ -159,7 +157,5 @@ def test_compiled_loops_equal_the_eager_ones():
     eager, eager_step = run(), decode_step()
     with recurrence.compiled():
         compiled, compiled_step = run(), decode_step()
-    for got, want in zip(
-        [compiled[0], compiled[1], *compiled[2], *compiled_step], [eager[0], eager[1], *eager[2], *eager_step]
-    ):
+    for got, want in zip([compiled[0], compiled[1], *compiled[2], *compiled_step], [eager[0], eager[1], *eager[2], *eager_step]):
         torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)

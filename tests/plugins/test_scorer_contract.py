@@ -81,9 +81,7 @@ def test_batch_invariance(scorer):
 
 def test_context_only_matches_forward(scorer):
     query, keys, mask = make_inputs()
-    torch.testing.assert_close(
-        scorer.context_only(query, keys, keys, mask), scorer(query, keys, keys, mask).context, atol=1e-6, rtol=1e-5
-    )
+    torch.testing.assert_close(scorer.context_only(query, keys, keys, mask), scorer(query, keys, keys, mask).context, atol=1e-6, rtol=1e-5)
 
 
 def test_key_projections_are_reused_across_steps_but_not_after_updates(scorer):

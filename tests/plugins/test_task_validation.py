@@ -9,13 +9,17 @@ from types import SimpleNamespace
 
 import pytest
 
+from attnlab.data.sources import config_tasks, first_problem
 from attnlab.plugins import Example, Task
 from attnlab.plugins.builtin.dates import FIELDS
 from attnlab.plugins.builtin.tasks import DateFormatsTask, DateTask, ReverseTask
-from attnlab.data.sources import config_tasks, first_problem
 
 
-@pytest.mark.parametrize("task", [DateTask(), DateFormatsTask(), ReverseTask(), ReverseTask(min_length=1, max_length=300, alphabet="ab")], ids=["date", "date-formats", "reverse", "reverse-ab-300"])
+@pytest.mark.parametrize(
+    "task",
+    [DateTask(), DateFormatsTask(), ReverseTask(), ReverseTask(min_length=1, max_length=300, alphabet="ab")],
+    ids=["date", "date-formats", "reverse", "reverse-ab-300"],
+)
 def test_every_source_a_task_draws_passes_its_own_check(task):
     for example in task.generate(2000, seed=3):
         assert task.check_source(example.source) is None, example.source

@@ -36,9 +36,7 @@ def check_date_alignment(source: str, target: str, alignment) -> None:
             assert span and list(span) == list(range(span[0], span[-1] + 1))  # contiguous
             text = "".join(source[p] for p in span)
             if text.isdigit():
-                assert text == target[i] or int(text) == values[field] % 10 ** len(text), (
-                    source, target, i, text
-                )
+                assert text == target[i] or int(text) == values[field] % 10 ** len(text), (source, target, i, text)
             else:
                 name = MONTHS[day.month - 1]
                 assert field == "month" and text in (name, name[:3])

@@ -106,7 +106,13 @@ def test_a_correct_scorer_passes_with_and_without_options():
 
 
 def test_transposed_scores_are_caught():
-    caught(check_scorer, Transposed, "score(query [3, 2, 8], keys [3, 5, 8])", "expected a tensor of shape [B, Lq, Lk] = [3, 2, 5]", "got [3, 5, 2] (transposed?)")
+    caught(
+        check_scorer,
+        Transposed,
+        "score(query [3, 2, 8], keys [3, 5, 8])",
+        "expected a tensor of shape [B, Lq, Lk] = [3, 2, 5]",
+        "got [3, 5, 2] (transposed?)",
+    )
 
 
 def test_weights_not_summing_to_one_are_caught():
@@ -351,10 +357,12 @@ def test_an_installed_plugin_is_named_with_its_distribution(make_distribution):
     make_distribution(
         "thirdparty-transposed",
         {"attnlab.scorers": {"transposed": "thirdparty_transposed:Transposed"}},
-        {"thirdparty_transposed.py": "from attnlab.plugins import Attention\n"
-         "class Transposed(Attention):\n"
-         "    def score(self, query, keys):\n"
-         "        return keys @ query.transpose(1, 2)\n"},
+        {
+            "thirdparty_transposed.py": "from attnlab.plugins import Attention\n"
+            "class Transposed(Attention):\n"
+            "    def score(self, query, keys):\n"
+            "        return keys @ query.transpose(1, 2)\n"
+        },
     )
     from thirdparty_transposed import Transposed as Installed
 
@@ -370,10 +378,12 @@ def test_check_plugin_skips_plugins_whose_options_have_no_default(make_distribut
     make_distribution(
         "thirdparty-needy",
         {"attnlab.scorers": {"needy": "thirdparty_needy:Needy"}},
-        {"thirdparty_needy.py": "from attnlab.plugins.builtin.scorers import DotAttention\n"
-         "class Needy(DotAttention):\n"
-         "    def __init__(self, query_dim, key_dim, width, **options):\n"
-         "        super().__init__(query_dim, key_dim, **options)\n"},
+        {
+            "thirdparty_needy.py": "from attnlab.plugins.builtin.scorers import DotAttention\n"
+            "class Needy(DotAttention):\n"
+            "    def __init__(self, query_dim, key_dim, width, **options):\n"
+            "        super().__init__(query_dim, key_dim, **options)\n"
+        },
     )
     assert check_plugin("scorers", "needy") == "not checked: needs option(s) width"
     assert check_plugin("scorers", "needy", width=3) is None

@@ -14,11 +14,12 @@ import psutil
 import pytest
 
 from attnlab.lab.config import ExperimentConfig
-from attnlab.training.experiment import run_experiment
 from attnlab.plugins import attention, describe_plugins, list_plugins, load_plugin
 from attnlab.plugins.testing import check_scorer
+from attnlab.training.experiment import run_experiment
 
 pytestmark = pytest.mark.slow  # it trains, and starts attnlab train
+
 
 def documented_cosine() -> str:
     """The worked scorer of the attention contract's docstring (the README shows the same one)."""
@@ -41,8 +42,16 @@ def test_cosine_scorer_from_another_distribution_trains(make_distribution):
     check_scorer(cosine, temperature=5)  # an option, YAML-typed (an int here)
 
     config = ExperimentConfig(
-        scorer="cosine", scorer_options={"temperature": 10}, hidden_size=64, embedding_dim=32, train_size=2000, validation_size=100,
-        test_size=200, epochs=4, batch_size=64, target_exact_match=None,
+        scorer="cosine",
+        scorer_options={"temperature": 10},
+        hidden_size=64,
+        embedding_dim=32,
+        train_size=2000,
+        validation_size=100,
+        test_size=200,
+        epochs=4,
+        batch_size=64,
+        target_exact_match=None,
     )
     result = run_experiment(config)
     first, last = result.training.history[0], result.training.history[-1]
@@ -85,9 +94,7 @@ def test_broken_scorer_stops_attnlab_train_before_training_in_one_line(transpose
     env.update(PYTHONPATH=str(transposed), ATTNLAB_CACHE_DIR=str(tmp_path / "cache"))
     console = str(Path(sys.executable).with_name("attnlab"))
     started = time.perf_counter()
-    done = subprocess.run(
-        [console, "train", "--scorer", "transposed"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
-    )
+    done = subprocess.run([console, "train", "--scorer", "transposed"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     seconds = time.perf_counter() - started
     assert done.returncode == 2, done.stderr
     assert done.stdout == ""  # no "training ..." line: nothing started
@@ -119,7 +126,9 @@ def test_every_model_build_probes_a_scorer_that_is_new_to_the_process(make_distr
         with pytest.raises(PluginContractError, match="got \\[3, 5, 2\\]"):
             build_model(broken, build_task(broken))
 
-    good = make_distribution("thirdparty-swap", {"attnlab.scorers": {"swap": "thirdparty_cosine:CosineAttention"}}, {"thirdparty_cosine.py": documented_cosine()})
+    good = make_distribution(
+        "thirdparty-swap", {"attnlab.scorers": {"swap": "thirdparty_cosine:CosineAttention"}}, {"thirdparty_cosine.py": documented_cosine()}
+    )
     config = ExperimentConfig(scorer="swap", **tiny)
     build_model(config, build_task(config))
     sys.path.remove(str(good))
