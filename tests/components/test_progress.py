@@ -90,12 +90,20 @@ def test_run_experiment_says_how_training_goes_unless_silenced(caplog):
 
 @pytest.mark.slow
 def test_run_experiment_prints_on_stderr_where_logging_is_not_configured(capfd):
-    root = logging.getLogger()
-    saved, root.handlers = root.handlers, []  # no pytest capture handlers: as in a plain script
+    # As in a plain script: no handler anywhere (pytest's capture handlers, or one another test of
+    # this worker left) and no level set on the attnlab loggers.
+    loggers = [logging.getLogger(), logging.getLogger("attnlab"), logging.getLogger("attnlab.progress")]
+    saved = [(logger.handlers, logger.level) for logger in loggers]
+    for logger in loggers[1:]:
+        logger.setLevel(logging.NOTSET)
+    for logger in loggers:
+        logger.handlers = []
     try:
         run_experiment(ExperimentConfig(**TINY, epochs=1, batch_size=10))
+        left_behind = logging.getLogger("attnlab.progress").handlers
     finally:
-        root.handlers = saved
+        for logger, (handlers, level) in zip(loggers, saved):
+            logger.handlers, logger.level = handlers, level
     err = capfd.readouterr().err
     assert "epoch   1/1  step 3/10" in err and "val_exact_match" in err
-    assert not logging.getLogger("attnlab.progress").handlers  # nothing left behind
+    assert not left_behind
