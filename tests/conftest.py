@@ -7,6 +7,7 @@ from __future__ import annotations
 from _testrun import pytest_configure, pytest_unconfigure  # noqa: F401
 
 # isort: split
+import logging
 import os
 import subprocess
 import sys
@@ -20,6 +21,16 @@ import torch
 @pytest.fixture(autouse=True)
 def _seed() -> None:
     torch.manual_seed(42)
+
+
+@pytest.fixture(autouse=True)
+def _attnlab_loggers_enabled() -> None:
+    """Each test starts with attnlab's loggers enabled, as in a fresh process: Prefect's logging
+    set-up, run by a flow test earlier in the same worker, disables every logger that exists by
+    then (``disable_existing_loggers``)."""
+    for name, logger in list(logging.root.manager.loggerDict.items()):
+        if name.startswith("attnlab") and isinstance(logger, logging.Logger):
+            logger.disabled = False
 
 
 @pytest.fixture
