@@ -23,6 +23,17 @@ def _seed() -> None:
     torch.manual_seed(42)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _module_environment():
+    """Each test module starts with the environment the worker had: a module fixture's
+    ``mlflow.set_tracking_uri`` exports ``MLFLOW_TRACKING_URI`` (for child processes), and the
+    next module on the same worker, and every command it starts, would otherwise log there."""
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
+
+
 @pytest.fixture(autouse=True)
 def _attnlab_loggers_enabled() -> None:
     """Each test starts with attnlab's loggers enabled, as in a fresh process: Prefect's logging
