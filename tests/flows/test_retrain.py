@@ -1,6 +1,7 @@
 """Scheduled retraining: the benchmark set kept with the registered model, margin promotion of
 a challenger over the champion, the decision records, failures that leave the champion alone,
-and two promotions racing."""
+registry retention (versions beyond the newest ``keep`` are pruned, never the champion, the
+previous champion or an undecided version) and two promotions racing."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from attnlab.flows.retrain_flow import retrain_flow
 from attnlab.flows.tracking import benchmark_store
 from attnlab.flows.tracking import promote as promotion
 from attnlab.flows.tracking.promotion_lock import promotion_lock
+from attnlab.flows.tracking.prune import PRUNED_ARTIFACT, PRUNED_METRIC, PRUNED_TAG
 from attnlab.flows.tracking.registry import CHAMPION
 from attnlab.lab.config import ExperimentConfig
 from attnlab.ops.promotion import Decision
@@ -39,8 +41,10 @@ def version_tags(client: MlflowClient, version: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def retrains(tmp_path_factory, prefect_harness):
-    """One store, five retrains in a row: a first (no champion), an equal, a better, a worse
-    challenger, and one whose training loss became NaN. (store folder, {label: summary or state})."""
+    """One store, retrains in a row with keep 2: a first (no champion: v1), an equal (v2), a
+    version registered by hand with no decision (v3, as if being promoted), a better (v4, prunes
+    v2), a worse challenger (v5), and one whose training loss became NaN (no version).
+    (store folder, {label: summary or state})."""
     import attnlab.training.loop
 
     folder = tmp_path_factory.mktemp("retrain") / "mlflow"
@@ -48,13 +52,16 @@ def retrains(tmp_path_factory, prefect_harness):
     runs: dict = {}
     with pytest.MonkeyPatch.context() as patch:
         point_at(folder, patch)
-        runs["first"] = retrain_flow(tiny, benchmark_size=BENCHMARK)
-        runs["equal"] = retrain_flow(tiny)  # a TINY model gets no date right: 0.0 == 0.0
-        runs["better"] = retrain_flow(learns)
-        runs["worse"] = retrain_flow(tiny)
+        runs["first"] = retrain_flow(tiny, benchmark_size=BENCHMARK, keep=2)
+        runs["equal"] = retrain_flow(tiny, keep=2)  # a TINY model gets no date right: 0.0 == 0.0
+        client = client_for(folder)
+        first = client.get_model_version(NAME, "1")
+        client.create_model_version(NAME, first.source, run_id=first.run_id, model_id=first.model_id)
+        runs["better"] = retrain_flow(learns, keep=2)
+        runs["worse"] = retrain_flow(tiny, keep=2)
         real_loss = attnlab.training.loop._loss
         patch.setattr(attnlab.training.loop, "_loss", lambda *a: real_loss(*a) * float("nan"))
-        runs["diverged"] = retrain_flow(tiny, return_state=True)
+        runs["diverged"] = retrain_flow(tiny, return_state=True, keep=2)
     return folder, runs
 
 
@@ -104,9 +111,9 @@ def test_an_equal_challenger_does_not_take_the_alias(retrains):
     assert decision["promoted"] is False
     assert decision["challenger_score"] == decision["champion_score"]
     assert decision["champion_version"] == runs["first"]["challenger"]["model"]["version"]
-    tags = version_tags(client, decision["challenger_version"])
-    assert tags["promotion.promoted"] == "false" and "does not beat" in tags["promotion.reason"]
-    metrics = client.get_run(runs["equal"]["run_id"]).data.metrics
+    run = client.get_run(runs["equal"]["run_id"]).data  # its version was pruned later (keep 2)
+    assert run.tags["promotion.promoted"] == "false" and "does not beat" in run.tags["promotion.reason"]
+    metrics = run.metrics
     assert metrics["promoted"] == 0.0 and metrics["margin"] == 0.0
     assert metrics["challenger_score"] == metrics["champion_score"]
 
@@ -142,6 +149,38 @@ def test_a_failed_retrain_leaves_the_champion_and_ends_failed_with_the_reason(re
     assert len(failed) == 1 and "TrainingDiverged" in failed[0].data.tags["attnlab.error"]
 
 
+def remaining(client) -> list[int]:
+    return sorted(int(v.version) for v in client.search_model_versions(f"name='{NAME}'"))
+
+
+@pytest.mark.slow
+def test_versions_beyond_the_newest_keep_are_pruned_but_not_the_protected_ones(retrains):
+    folder, runs = retrains
+    client = client_for(folder)
+    summaries = [runs[k] for k in ("first", "equal", "better", "worse")]
+    assert [s["challenger"]["model"]["version"] for s in summaries] == ["1", "2", "4", "5"]
+    # v4 champion, v1 the champion before it, v3 undecided: kept though older than the newest two.
+    assert remaining(client) == [1, 3, 4, 5]
+    assert [s["pruned"] for s in summaries] == [[], [], ["2"], []]
+
+
+@pytest.mark.slow
+def test_the_retrain_run_records_what_it_pruned(retrains, tmp_path):
+    folder, runs = retrains
+    client = client_for(folder)
+    pruning, quiet = client.get_run(runs["better"]["run_id"]).data, client.get_run(runs["worse"]["run_id"]).data
+    assert pruning.params["keep"] == "2" and pruning.tags[PRUNED_TAG] == "2" and pruning.metrics[PRUNED_METRIC] == 1.0
+    assert quiet.tags[PRUNED_TAG] == "none" and quiet.metrics[PRUNED_METRIC] == 0.0
+    listed = json.loads(open(client.download_artifacts(runs["better"]["run_id"], PRUNED_ARTIFACT, str(tmp_path)), encoding="utf-8").read())
+    [entry] = listed["pruned"]
+    trained = runs["equal"]["challenger"]["run_id"]
+    assert entry["version"] == "2" and entry["run_id"] == trained
+    # The pruned version's run and files stay: its training run says so, and it registers again.
+    assert client.get_run(trained).data.tags[PRUNED_TAG] == f"{NAME} version 2, by retrain run {runs['better']['run_id']}"
+    again = client.create_model_version(NAME, entry["source"], run_id=entry["run_id"], model_id=entry["model_id"])
+    assert client.get_model_version(NAME, again.version).run_id == trained
+
+
 @pytest.mark.slow
 def test_a_challenger_that_fails_after_registration_is_not_promoted(retrains, monkeypatch):
     folder, runs = retrains
@@ -163,6 +202,12 @@ def test_a_challenger_that_fails_after_registration_is_not_promoted(retrains, mo
     tags = version_tags(client, str(newest))
     assert tags["promotion.promoted"] == "false"
     assert "failed before the decision" in tags["promotion.reason"] and "cannot be loaded" in tags["promotion.reason"]
+
+
+def test_a_keep_below_two_fails_before_anything_runs(empty_store):
+    state = retrain_flow(ExperimentConfig(**TINY), keep=1, return_state=True)
+    assert state.is_failed() and "keep 1: give at least 2" in state.message
+    assert not (empty_store / "mlflow.db").exists()
 
 
 def test_bad_margin_fails_before_anything_runs(empty_store):
