@@ -23,7 +23,7 @@ from attnlab.lab.config import ExperimentConfig
 #: Grid dimensions, in the order labels are built from them.
 DIMENSIONS = ("task", "scorer", "encoder", "decoder")
 #: Metrics summarised as mean and std over seeds (``test_*`` metrics of a run, and its extras).
-METRICS = ("exact_match", "char_accuracy", "alignment_accuracy", "train_seconds", "parameters")
+METRICS = ("exact_match", "char_accuracy", "token_error_rate", "sequence_error_rate", "alignment_accuracy", "train_seconds", "parameters")
 #: The alignment measures and erasure tests (:mod:`attnlab.evaluation.alignment`, :mod:`attnlab.evaluation.erasure`),
 #: also summarised over seeds; :func:`format_table` shows them in blocks of their own.
 ATTENTION_METRICS = (

@@ -17,6 +17,7 @@ from torch import Tensor
 
 from attnlab.data.splits import EncodedExamples, encode_examples
 from attnlab.evaluation.alignment import AlignmentTally
+from attnlab.evaluation.edit_distance import sequence_error_rate, token_error_rate
 from attnlab.evaluation.erasure import erasure_metrics
 from attnlab.model.assembly import Seq2Seq
 from attnlab.model.decode import beam_search, default_max_length, greedy_decode
@@ -173,6 +174,7 @@ def evaluate(
     data = encode_examples(examples, model.src_vocab, model.tgt_vocab).to(device)
     predictions = decode_texts(model, data, max_length, batch_size, beam_size)
     targets = [ex.target for ex in examples]
+    references = [[target] for target in targets]  # one correct output per source in every task today
     frame = pd.DataFrame(
         {
             "source": [ex.source for ex in examples],
@@ -185,6 +187,8 @@ def evaluate(
     metrics = {
         "exact_match": exact_match(predictions, targets),
         "char_accuracy": char_accuracy(predictions, targets),
+        "token_error_rate": token_error_rate(predictions, references),
+        "sequence_error_rate": sequence_error_rate(predictions, references),
     }
     tally = AttentionTally()
     for start in range(0, len(data), batch_size):

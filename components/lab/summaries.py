@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 #: The test metrics on the summary's ``test:`` line, in this order, each when present.
-SHOWN_METRICS = ("exact_match", "char_accuracy", "alignment_accuracy", "attention_entropy")
+SHOWN_METRICS = ("exact_match", "char_accuracy", "token_error_rate", "sequence_error_rate", "alignment_accuracy", "attention_entropy")
 
 
 def attention_lines(metrics: dict[str, float]) -> list[str]:

@@ -59,10 +59,10 @@ def _number(metrics: Mapping[str, float], key: str) -> float | None:
 
 def run_row(record: Record, champion_runs: Iterable[str] | Mapping[str, str | None] = ()) -> dict[str, Any]:
     """One run as a row of ``attnlab runs --json``: ids, status, start (UTC), plugins and task,
-    test exact match, alignment accuracy, epochs trained, whether it is the champion's run
-    (``champion_runs``: the run ids of the model versions holding the champion alias) and, for
-    the champion, why its model cannot be loaded (``champion_runs`` as a mapping of run id to
-    that reason or None; ``champion_unusable``)."""
+    test exact match, token and sequence error rates, alignment accuracy, epochs trained, whether
+    it is the champion's run (``champion_runs``: the run ids of the model versions holding the
+    champion alias) and, for the champion, why its model cannot be loaded (``champion_runs`` as a
+    mapping of run id to that reason or None; ``champion_unusable``)."""
     unusable = champion_runs.get(record["run_id"]) if isinstance(champion_runs, Mapping) else None
     tags, params, metrics = record.get("tags", {}), record.get("params", {}), record.get("metrics", {})
     epochs = _number(metrics, "epochs_trained")
@@ -74,6 +74,8 @@ def run_row(record: Record, champion_runs: Iterable[str] | Mapping[str, str | No
         "start_time": started(record.get("start_time")),
         **{key: tags.get(key) or params.get(key) for key in ("task", "scorer", "encoder", "decoder")},
         "exact_match": _number(metrics, "test_exact_match"),
+        "token_error_rate": _number(metrics, "test_token_error_rate"),
+        "sequence_error_rate": _number(metrics, "test_sequence_error_rate"),
         "alignment": _number(metrics, "test_alignment_accuracy"),
         "epochs": None if epochs is None else int(epochs),
         "champion": record["run_id"] in set(champion_runs),
@@ -97,10 +99,24 @@ def _table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def format_runs(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The rows of :func:`run_row` as a text table, the champion's run marked ``*``."""
+    """The rows of :func:`run_row` as a text table, the champion's run marked ``*``; the error
+    rates headed ``token_err`` and ``seq_err``."""
     if not rows:
         return ""
-    columns = ("", "run", "name", "status", "started (UTC)", "task", "scorer/encoder/decoder", "exact_match", "alignment", "epochs")
+    columns = (
+        "",
+        "run",
+        "name",
+        "status",
+        "started (UTC)",
+        "task",
+        "scorer/encoder/decoder",
+        "exact_match",
+        "token_err",
+        "seq_err",
+        "alignment",
+        "epochs",
+    )
     body = []
     for row in rows:
         plugins = "/".join(str(row.get(key) or "-") for key in ("scorer", "encoder", "decoder"))
@@ -114,6 +130,8 @@ def format_runs(rows: Sequence[Mapping[str, Any]]) -> str:
                 row.get("task") or "-",
                 "-" if plugins == "-/-/-" else plugins,
                 _shown(row["exact_match"]),
+                _shown(row.get("token_error_rate")),
+                _shown(row.get("sequence_error_rate")),
                 _shown(row["alignment"]),
                 _shown(row["epochs"]),
             )

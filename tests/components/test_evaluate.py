@@ -78,8 +78,8 @@ def trained():
 def test_evaluation_reports_every_metric(trained):
     metrics = trained.evaluation.metrics
     assert set(metrics) == {
-        "exact_match", "char_accuracy", "alignment_accuracy", "attention_entropy", "pad_attention_mass",
-        "alignment_within_one", "alignment_offset_mode", "alignment_shifted_accuracy", "alignment_error_rate",
+        "exact_match", "char_accuracy", "token_error_rate", "sequence_error_rate", "alignment_accuracy", "attention_entropy",
+        "pad_attention_mass", "alignment_within_one", "alignment_offset_mode", "alignment_shifted_accuracy", "alignment_error_rate",
         "erasure_examples", "erasure_flip_top", "erasure_flip_random", "erasure_flip_gold",
         "erasure_drop_top", "erasure_drop_random", "erasure_drop_gold",
     }  # fmt: skip
@@ -90,6 +90,7 @@ def test_evaluation_reports_every_metric(trained):
     assert table["count"].sum() == 200 and list(table.columns) == ["length", "min_length", "count", "exact_match", "char_accuracy"]
     frame = trained.evaluation.predictions
     assert frame["correct"].mean() == pytest.approx(metrics["exact_match"])
+    assert metrics["sequence_error_rate"] == pytest.approx(1 - metrics["exact_match"])  # one reference per source
 
 
 @pytest.mark.slow

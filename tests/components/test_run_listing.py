@@ -36,8 +36,11 @@ def test_run_row_takes_plugins_metrics_and_champion_from_the_record():
     assert row == {
         "run_id": "b" * 32, "name": "additive-gru-rnn-seed1", "experiment": "attnlab-date", "status": "FINISHED",
         "start_time": "2025-12-01 05:00:00", "task": "date", "scorer": "additive", "encoder": "gru", "decoder": "rnn",
-        "exact_match": 1.0, "alignment": 0.5, "epochs": 2, "champion": True, "champion_unusable": None,
+        "exact_match": 1.0, "token_error_rate": None, "sequence_error_rate": None, "alignment": 0.5, "epochs": 2,
+        "champion": True, "champion_unusable": None,
     }  # fmt: skip
+    rates = run_row(record("d" * 32, "dot", "0", 0.5, metrics={"test_token_error_rate": 0.125, "test_sequence_error_rate": 0.5}))
+    assert (rates["token_error_rate"], rates["sequence_error_rate"]) == (0.125, 0.5)
     assert run_row(A, champion_runs={"b" * 32})["champion"] is False
     bare = run_row({"run_id": "c" * 32, "status": "RUNNING", "start_time": None, "tags": {}, "params": {}, "metrics": {}})
     assert (bare["exact_match"], bare["epochs"], bare["start_time"], bare["scorer"]) == (None, None, "", None)
@@ -55,6 +58,8 @@ def test_format_runs_marks_only_the_champions_run():
         "task",
         "scorer/encoder/decoder",
         "exact_match",
+        "token_err",
+        "seq_err",
         "alignment",
         "epochs",
     ]
