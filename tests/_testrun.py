@@ -43,6 +43,11 @@ FOLDERS = {
     "ATTNLAB_CACHE_DIR": "cache",
     "MPLCONFIGDIR": "matplotlib",
 }
+#: Threads that wait for work sleep instead of spinning (OpenMP's passive policy, read when torch
+#: loads): the run's xdist workers and the commands they start each take torch's default of one
+#: thread per core, and on 2 cores their spinning threads slowed a 1 s training test to 30 s.
+#: The threads and the results are the same; only idle waiting stops burning the cores.
+THREAD_SETTINGS = {"OMP_WAIT_POLICY": "PASSIVE"}
 #: The user's Prefect and MLflow settings (a server, a profile, a database, a tracking URI)
 #: would send the tests' runs there: the tests run without them.
 DROPPED_PREFIXES = ("PREFECT_", "MLFLOW_")
@@ -71,6 +76,7 @@ def isolate() -> Path:
         del os.environ[name]
     for name, folder in FOLDERS.items():
         os.environ[name] = str(own / folder)
+    os.environ.update(THREAD_SETTINGS)
     (own / FOLDERS["HOME"]).mkdir(parents=True, exist_ok=True)
     return own
 

@@ -139,24 +139,30 @@ def test_pyfunc_champion_predicts_the_right_strings(learned_store):
     assert "torch==" in requirements and "attnlab==" in requirements
 
 
-def test_champion_moves_only_to_a_better_model(tmp_path):
-    store = tmp_path / "mlflow"
-    first = run_flow(store, **TINY)  # learns nothing: exact match ~0
-    assert first["model"]["champion"] and first["model"]["previous_champion"] is None
+@pytest.fixture(scope="module")
+def promotions(tmp_path_factory, prefect_harness) -> tuple[Path, dict, dict, dict]:
+    """Three trains on one store: a first (learns nothing: exact match ~0), a better and a
+    worse one. (store, first, better, worse summaries)."""
+    store = tmp_path_factory.mktemp("promotions") / "mlflow"
+    first = run_flow(store, **TINY)
     better = run_flow(store, **LEARNS)
+    worse = run_flow(store, **{**TINY, "seed": 1})
+    return store, first, better, worse
+
+
+def test_champion_moves_only_to_a_better_model(promotions):
+    store, first, better, worse = promotions
+    assert first["model"]["champion"] and first["model"]["previous_champion"] is None
     assert better["model"]["champion"] is True
     assert better["model"]["previous_champion"]["version"] == first["model"]["version"]
-    worse = run_flow(store, **{**TINY, "seed": 1})
     assert worse["model"]["champion"] is False and worse["model"]["champion_version"] == better["model"]["version"]
     client = client_for(store)
     assert str(client.get_registered_model("attnlab-date").aliases["champion"]) == better["model"]["version"]
     assert len(client.search_model_versions("name='attnlab-date'")) == 3
 
 
-def test_promotion_scores_both_models_on_the_benchmark_and_records_the_decision(tmp_path):
-    store = tmp_path / "mlflow"
-    first = run_flow(store, **TINY)
-    better = run_flow(store, **LEARNS)
+def test_promotion_scores_both_models_on_the_benchmark_and_records_the_decision(promotions):
+    store, first, better, _ = promotions
     decision, benchmark = better["model"]["decision"], better["model"]["benchmark"]
     assert decision["promoted"] and decision["champion_version"] == first["model"]["version"]
     assert decision["challenger_score"] > decision["champion_score"]
