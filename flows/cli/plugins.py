@@ -114,7 +114,7 @@ def ui(
     base = f"http://{host}:{port}"
     links = ui_links(store, base)
     server = servers.Server("MLflow UI", servers.mlflow_ui_command(store, host, port), f"{base}/health",
-                            cache_root() / "server" / f"mlflow-ui-{port}.log")  # fmt: skip
+                            cache_root() / "server" / f"mlflow-ui-{port}.log", servers.mlflow_server_env())  # fmt: skip
     typer.echo(f"MLflow UI of {store.tracking_uri} on {base} (log: {server.log}; Ctrl-C stops it)", err=True)
     raise typer.Exit(serve_ui(server, base, links, timeout))
 

@@ -48,7 +48,11 @@ def server(
     if not remote:
         running.append(
             servers.Server(
-                "MLflow", servers.mlflow_ui_command(store, host, mlflow_port), f"http://{host}:{mlflow_port}/health", logs / "mlflow.log"
+                "MLflow",
+                servers.mlflow_ui_command(store, host, mlflow_port),
+                f"http://{host}:{mlflow_port}/health",
+                logs / "mlflow.log",
+                servers.mlflow_server_env(),
             )
         )
     mlflow_url = store.tracking_uri if remote else f"http://{host}:{mlflow_port}"

@@ -20,6 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 HOST = "127.0.0.1"
+#: MLflow's server also starts a job runner and eight huey consumers for its GenAI jobs unless told
+#: not to. attnlab uses none of them: without them a server is 2 processes, not 10, and is ready
+#: in 7.5 s having used 7.4 CPU-s, not 11.4 s and 25.6 CPU-s (2 cores).
+MLFLOW_SERVER_SETTINGS = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
 
 
 def port_free(port: int, host: str = HOST) -> str | None:
@@ -43,6 +47,11 @@ def mlflow_ui_command(store, host: str, port: int) -> list[str]:
         store.artifact_root.mkdir(parents=True, exist_ok=True)
         command += ["--default-artifact-root", store.artifact_root.as_uri(), "--no-serve-artifacts"]
     return command + ["--host", host, "--port", str(port), "--workers", "1"]
+
+
+def mlflow_server_env() -> dict[str, str]:
+    """This process's environment with :data:`MLFLOW_SERVER_SETTINGS`, for an ``mlflow server``."""
+    return {**os.environ, **MLFLOW_SERVER_SETTINGS}
 
 
 def prefect_command(port: int, host: str = HOST) -> list[str]:

@@ -12,6 +12,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import psutil
 import pytest
 import torch
 import yaml
@@ -303,6 +304,8 @@ def test_ui_serves_runs_and_heatmaps(learned_store):
             assert process.poll() is None, process.stdout.read().decode()
             assert time.monotonic() < deadline, "the UI did not come up in 600 s"
             time.sleep(0.5)
+        started = [" ".join(child.cmdline()) for child in psutil.Process(process.pid).children(recursive=True)]
+        assert not [c for c in started if "huey" in c or "_job_runner" in c], started  # without MLflow's job runner
         with urllib.request.urlopen(f"{base}/ajax-api/2.0/mlflow/experiments/get-by-name?experiment_name=attnlab-date") as r:
             assert json.load(r)["experiment"]["name"] == "attnlab-date"
         url = f"{base}/get-artifact?path=attention/weights.json&run_uuid={summary['run_id']}"

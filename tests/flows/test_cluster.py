@@ -18,7 +18,7 @@ from types import SimpleNamespace
 import pytest
 from _flowkit import assert_one_line_error
 
-from attnlab.flows.services.servers import Server, stop_group, wait_healthy
+from attnlab.flows.services.servers import Server, mlflow_server_env, stop_group, wait_healthy
 
 BIN = Path(sys.executable).parent
 SWEEP = ["sweep", "--task", "date", "--scorer", "dot,additive", "--epochs", "30", "--train-size", "100",
@@ -46,7 +46,7 @@ def cluster(tmp_path_factory, prefect_harness):
     mlflow_server = Server("MLflow", [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(mlflow_port),
                                       "--workers", "1", "--backend-store-uri", f"sqlite:///{root / 'server.db'}",
                                       "--artifacts-destination", str(root / "artifacts")],
-                           f"{mlflow_url}/health", root / "mlflow.log")  # fmt: skip
+                           f"{mlflow_url}/health", root / "mlflow.log", mlflow_server_env())  # fmt: skip
     processes = [subprocess.Popen([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(scheduler_port), "--no-dashboard"],
                                   cwd=root, env=base, stdout=open(root / "scheduler.log", "ab"), stderr=subprocess.STDOUT,
                                   start_new_session=True)]  # fmt: skip

@@ -38,7 +38,7 @@ def free_port() -> int:
 def mlflow_server(tmp_path):
     """Start a real ``mlflow server`` on the store in ``tmp_path`` (callable again after a kill:
     the same database and artifacts on a new port); its URL. Stopped at the end."""
-    from attnlab.flows.services.servers import Server, wait_healthy
+    from attnlab.flows.services.servers import Server, mlflow_server_env, wait_healthy
 
     started = []
 
@@ -46,7 +46,7 @@ def mlflow_server(tmp_path):
         port = free_port()
         command = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
                    "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}", "--artifacts-destination", str(tmp_path / "artifacts")]  # fmt: skip
-        server = Server("MLflow", command, f"http://127.0.0.1:{port}/health", tmp_path / "mlflow-server.log").start()
+        server = Server("MLflow", command, f"http://127.0.0.1:{port}/health", tmp_path / "mlflow-server.log", mlflow_server_env()).start()
         started.append(server)
         wait_healthy([server], timeout=600)  # a hang guard: the event is /health answering
         return f"http://127.0.0.1:{port}", server

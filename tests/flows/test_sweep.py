@@ -209,7 +209,7 @@ def tracking_server(tmp_path):
     import socket
     import sys
 
-    from attnlab.flows.services.servers import Server, wait_healthy
+    from attnlab.flows.services.servers import Server, mlflow_server_env, wait_healthy
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -217,7 +217,7 @@ def tracking_server(tmp_path):
     command = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
                "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}", "--artifacts-destination", str(tmp_path / "artifacts")]  # fmt: skip
     url = f"http://127.0.0.1:{port}"
-    server = Server("MLflow", command, f"{url}/health", tmp_path / "mlflow-server.log").start()
+    server = Server("MLflow", command, f"{url}/health", tmp_path / "mlflow-server.log", mlflow_server_env()).start()
     try:
         wait_healthy([server], timeout=600)  # a hang guard: the event is /health answering
         yield url
