@@ -18,13 +18,19 @@ import attnlab.flows  # noqa: F401  (telemetry defaults before prefect and mlflo
 @pytest.fixture(scope="session", autouse=True)
 def prefect_harness(tmp_path_factory):
     """A temporary Prefect server and database for the whole session; task results and the
-    generated datasets go to temporary folders."""
-    from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, temporary_settings
+    generated datasets go to temporary folders. The commands the tests start use it too
+    (``PREFECT_API_URL``) rather than each starting a temporary server of its own, 12 CPU-s per
+    command; the tests of that temporary server remove the variable."""
+    from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, get_current_settings, temporary_settings
     from prefect.testing.utilities import prefect_test_harness
 
     storage = tmp_path_factory.mktemp("prefect-storage")
     with temporary_settings(updates={PREFECT_LOCAL_STORAGE_PATH: storage}), prefect_test_harness(server_startup_timeout=600):
-        yield
+        os.environ["PREFECT_API_URL"] = str(get_current_settings().api.url)
+        try:
+            yield
+        finally:
+            os.environ.pop("PREFECT_API_URL", None)
 
 
 @pytest.fixture
