@@ -294,8 +294,9 @@ def test_server_refuses_a_busy_port(capsys, empty_store):
 
 @pytest.mark.slow
 def test_each_cron_tick_starts_one_run_on_a_busy_machine(service, prefect_at):
-    """A deployment on an every-minute cron, served while every core is kept busy: once two ticks
-    have fired, each tick has exactly one flow run (a tick once fired twice under load)."""
+    """A deployment on an every-minute cron, served while every core is kept busy: once its first
+    tick has fired, that tick has exactly one flow run (a tick once fired twice under load, when
+    the schedule was written twice and the second write raced the scheduler's first runs)."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import (
         DeploymentFilter,
@@ -317,7 +318,7 @@ def test_each_cron_tick_starts_one_run_on_a_busy_machine(service, prefect_at):
             _wait_for(out, "trigger a run by hand", scheduler, 600)
             ticks: dict = {}
             with get_client(sync_client=True) as client:
-                while len(ticks) < 2:  # the event: two ticks have left the Scheduled state
+                while not ticks:  # the event: a tick has left the Scheduled state
                     assert scheduler.poll() is None, (service.root / "every-minute.err").read_text()[-2000:]
                     started = client.read_flow_runs(
                         deployment_filter=DeploymentFilter(name=DeploymentFilterName(any_=["every-minute"])),
