@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
 
 from attnlab.data.splits import encode_examples
 from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import build_model
+from attnlab.plugins import _recurrence as recurrence
 from attnlab.plugins import list_plugins
 from attnlab.training.experiment import prepare_data, run_experiment, train_model
 from attnlab.training.loop import TrainingDiverged, train
@@ -64,10 +67,18 @@ def test_same_seed_same_run_on_cpu():
 
 
 @pytest.mark.slow
-def test_compiled_loops_train_like_the_eager_ones():
+def test_compiled_loops_train_like_the_eager_ones(monkeypatch):
+    """``compile_loops`` sends training and validation through the compiled loops, and training
+    goes as it does eagerly. The loops are captured whole (``fullgraph``) and run by the
+    ``aot_eager`` backend here: what inductor generates for them is checked against the eager loops
+    in tests/plugins/test_recurrence.py, at a tenth of this test's cost."""
+    monkeypatch.setattr(recurrence, "_compiled", {})
+    monkeypatch.setattr(torch, "compile", functools.partial(torch.compile, backend="aot_eager"))
     config = ExperimentConfig(device="cpu", target_exact_match=None, **{**TINY, "epochs": 2})
     eager = run_experiment(config)
+    assert recurrence._compiled == {}
     compiled = run_experiment(config.model_copy(update={"compile_loops": True}))
+    assert recurrence._compiled  # the loops were compiled and used
     for a, b in zip(eager.training.history, compiled.training.history):
         assert a["train_loss"] == pytest.approx(b["train_loss"], rel=1e-4)
     for a, b in zip(eager.model.state_dict().values(), compiled.model.state_dict().values()):
