@@ -127,11 +127,28 @@ def fingerprint(folder: Path) -> dict[str, str]:
     }
 
 
-def store_with_runs(store_dir: Path, count: int) -> None:
-    """A real store with ``count`` finished runs, each with an artifact, made through attnlab's
-    check and MLflow in a process of its own (this one keeps no connection to it)."""
-    done = subprocess.run([sys.executable, "-c", WITH_RUNS, str(store_dir), str(count)], capture_output=True, text=True)
+@pytest.fixture(scope="module")
+def made_store(tmp_path_factory) -> Path:
+    """A real store with 10 finished runs, each with an artifact, made once per module through
+    attnlab's check and MLflow in a process of its own (this one keeps no connection to it)."""
+    store_dir = tmp_path_factory.mktemp("made") / "mlflow"
+    done = subprocess.run([sys.executable, "-c", WITH_RUNS, str(store_dir), "10"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
+    return store_dir
+
+
+@pytest.fixture
+def store_with_runs(made_store):
+    """Puts a copy of :func:`made_store` at the folder given, its runs' files recorded there."""
+
+    def copy(store_dir: Path) -> None:
+        shutil.copytree(made_store, store_dir)
+        old, new = made_store.as_uri(), store_dir.as_uri()
+        with contextlib.closing(sqlite3.connect(store_dir / "mlflow.db")) as db, db:
+            db.execute("UPDATE experiments SET artifact_location = replace(artifact_location, ?, ?)", (old, new))
+            db.execute("UPDATE runs SET artifact_uri = replace(artifact_uri, ?, ?)", (old, new))
+
+    return copy
 
 
 def killed_mid_migration(store_dir: Path, after_tables: int = 1) -> None:
@@ -204,9 +221,9 @@ def test_a_store_left_mid_migration_that_holds_runs_is_refused_in_one_line(capsy
 
 
 @pytest.mark.parametrize("damage", ["truncated", "deleted", "garbage", "cut in half"])
-def test_a_damaged_store_beside_earlier_runs_is_refused_never_recreated(capsys, tmp_path, monkeypatch, damage):
+def test_a_damaged_store_beside_earlier_runs_is_refused_never_recreated(capsys, tmp_path, monkeypatch, damage, store_with_runs):
     store_dir = tmp_path / "mlflow"
-    store_with_runs(store_dir, 10)
+    store_with_runs(store_dir)
     db = store_dir / "mlflow.db"
     if damage == "deleted":
         db.unlink()
@@ -244,13 +261,13 @@ def _can(command: list[str]) -> bool:
     return shutil.which(command[0]) is not None and subprocess.run(command, capture_output=True).returncode == 0
 
 
-def test_a_read_only_store_is_one_line_and_left_unchanged(tmp_path):
+def test_a_read_only_store_is_one_line_and_left_unchanged(tmp_path, store_with_runs):
     """Read-only for root too: the store folder is bind-mounted read-only onto itself in a private
     mount namespace of the command (root ignores file modes, so chmod would prove nothing)."""
     if not _can(["unshare", "--mount", "--propagation", "private", "true"]):
         pytest.skip("needs unshare --mount (root, CAP_SYS_ADMIN) to make a read-only bind mount")
     store_dir = tmp_path / "mlflow"
-    store_with_runs(store_dir, 2)
+    store_with_runs(store_dir)
     before, runs_before = fingerprint(store_dir), len(all_runs(store_dir))
     mount_ro = f'mount --bind {store_dir} {store_dir} && mount -o remount,bind,ro {store_dir} && exec "$@"'
     prefix = ["unshare", "--mount", "--propagation", "private", "sh", "-c", mount_ro, "sh"]
@@ -263,7 +280,7 @@ def test_a_read_only_store_is_one_line_and_left_unchanged(tmp_path):
     assert fingerprint(store_dir) == before and len(all_runs(store_dir)) == runs_before
 
 
-def test_a_full_disk_is_one_line_before_a_run_starts(capsys, tmp_path, monkeypatch):
+def test_a_full_disk_is_one_line_before_a_run_starts(capsys, tmp_path, monkeypatch, store_with_runs):
     """A 48 MiB tmpfs holding a real store and a file filling it."""
     disk = tmp_path / "disk"
     disk.mkdir()
@@ -271,7 +288,7 @@ def test_a_full_disk_is_one_line_before_a_run_starts(capsys, tmp_path, monkeypat
         pytest.skip("needs root and mount to make a small tmpfs")
     try:
         store_dir = disk / "mlflow"
-        store_with_runs(store_dir, 2)
+        store_with_runs(store_dir)
         filler = disk / "filler"
         with filler.open("wb") as handle, contextlib.suppress(OSError):
             while True:
@@ -314,9 +331,9 @@ def test_a_read_only_store_serves_predict_and_runs(learned_store, tmp_path):
 
 
 @pytest.mark.parametrize("command", [["predict", "25-12-2023"], ["runs"], ["store", "relocate"]])
-def test_a_deleted_database_beside_earlier_runs_is_said_as_train_says_it(capsys, tmp_path, monkeypatch, command):
+def test_a_deleted_database_beside_earlier_runs_is_said_as_train_says_it(capsys, tmp_path, monkeypatch, command, store_with_runs):
     store_dir = tmp_path / "mlflow"
-    store_with_runs(store_dir, 2)
+    store_with_runs(store_dir)
     (store_dir / "mlflow.db").unlink()
     before = fingerprint(store_dir)
     monkeypatch.setenv("ATTNLAB_MLFLOW_DIR", str(store_dir))

@@ -86,8 +86,6 @@ def check_linked_sweep(store: Path, summary: dict) -> None:
     assert _artifacts(client, parent.info.run_id, "attention") == {"attention/explorer.html"} and summary["explorer"] == [
         "attention/explorer.html"
     ]
-    # Each run draws the probe's heatmap only (--example-plots adds those of 4 test examples).
-    assert all(_artifacts(client, c.info.run_id, "attention") == PROBE_ONLY for c in children)
     table = summary["table"]
     assert [row["label"] for row in table] == ["dot", "additive"]
     for row in table:
@@ -100,34 +98,23 @@ def check_linked_sweep(store: Path, summary: dict) -> None:
 
 
 @pytest.mark.slow
-def test_tiny_sweep_links_children_to_one_parent_with_table_and_plots(capsys, empty_store, tmp_path):
-    code, out, err = attnlab(capsys, *TINY_SWEEP, "--save-plots", str(tmp_path / "figures"))
+def test_a_registering_sweep_links_its_runs_and_promotes_by_the_one_rule(capsys, empty_store, tmp_path):
+    """Four runs linked to one parent with the tables and plots, registered and promoted two at a
+    time: every decision recorded, and the alias ends on the version with the best benchmark
+    score (the rule under the lock)."""
+    code, out, err = attnlab(capsys, *TINY_SWEEP, "--register", "--example-plots", "--save-plots", str(tmp_path / "figures"))
     assert code == 0, err
     summary = json.loads(out)
     check_linked_sweep(empty_store, summary)
+    assert err.count("[") >= 4 and "[4/4]" in err  # one progress line per finished run
     assert sorted(Path(p).name for p in summary["saved_plots"]) == sorted(Path(p).name for p in PLOTS)
     assert all(Path(p).stat().st_size > 10_000 for p in summary["saved_plots"])
-    # A sweep compares: its runs log no model unless asked (--log-models, --register), and
-    # comparing their attention says so in one line instead of failing inside MLflow.
     client, _, children = _runs(empty_store, summary["parent_run_id"])
-    assert not _model_runs(client, children)
-    compare_code, _, compare_err = attnlab(
-        capsys, "compare", children[0].info.run_id, children[1].info.run_id, "--plot", str(tmp_path / "c.png")
-    )
-    assert compare_code == 2
-    assert_one_line_error(compare_err, "no model at runs:/", "--log-models")
-    assert err.count("[") >= 4 and "[4/4]" in err  # one progress line per finished run
-
-
-@pytest.mark.slow
-def test_a_registering_sweep_promotes_by_the_one_rule(capsys, empty_store):
-    """Four runs registered and promoted two at a time: every decision recorded, and the alias
-    ends on the version with the best benchmark score (the rule under the lock)."""
-    code, out, err = attnlab(capsys, *TINY_SWEEP, "--register")
-    assert code == 0, err
-    summary = json.loads(out)
+    assert _model_runs(client, children) == {c.info.run_id for c in children}  # --register logs the models
+    for child in children:  # --example-plots: the probe and up to 4 test examples (wrong ones first)
+        drawn = _artifacts(client, child.info.run_id, "attention") - PROBE_ONLY
+        assert drawn and drawn <= {f"attention/example_{i}.png" for i in range(1, 5)}, drawn
     assert sorted(p["version"] for p in summary["promotions"]) == ["1", "2", "3", "4"]
-    client = client_for(empty_store)
     tags = {v: client.get_model_version("attnlab-reverse", v).tags for v in ("1", "2", "3", "4")}
     assert {t["promotion.command"] for t in tags.values()} == {"sweep"}
     scores = {v: float(t["promotion.challenger_score"]) for v, t in tags.items()}
@@ -151,12 +138,12 @@ class Exploding(Attention):
 
 
 @pytest.mark.slow
-def test_a_failing_combination_is_reported_and_the_others_finish(capsys, empty_store, make_distribution, monkeypatch):
+def test_a_failing_combination_is_reported_and_the_others_finish(capsys, empty_store, make_distribution, monkeypatch, tmp_path):
     root = make_distribution("thirdparty-exploding", {"attnlab.scorers": {"exploding": "thirdparty_exploding:Exploding"}},
                              {"thirdparty_exploding.py": EXPLODING})  # fmt: skip
     monkeypatch.setenv("PYTHONPATH", str(root))  # the worker processes see the plugin too
     args = [a if a != "dot,additive" else "dot,exploding" for a in TINY_SWEEP]
-    code, out, err = attnlab(capsys, *args, "--log-models", "--example-plots")
+    code, out, err = attnlab(capsys, *args)
     assert code == 1, err
     summary = json.loads(out)
     assert summary["failed"] == 2 and summary["run_count"] == 4
@@ -167,13 +154,19 @@ def test_a_failing_combination_is_reported_and_the_others_finish(capsys, empty_s
     assert parent.info.status == "FAILED" and "2 of 4 combinations failed" in parent.data.tags["attnlab.error"]
     statuses = sorted((c.data.tags["scorer"], c.info.status) for c in children)
     assert statuses == [("dot", "FINISHED"), ("dot", "FINISHED"), ("exploding", "FAILED"), ("exploding", "FAILED")]
+    # Each run draws the probe's heatmap only (--example-plots adds those of 4 test examples).
     finished = [c for c in children if c.info.status == "FINISHED"]
-    assert _model_runs(client, children) == {c.info.run_id for c in finished}  # --log-models
-    for child in finished:  # --example-plots: the probe and up to 4 test examples (2 wrong, the rest right)
-        drawn = _artifacts(client, child.info.run_id, "attention") - PROBE_ONLY
-        assert drawn and drawn <= {f"attention/example_{i}.png" for i in range(1, 5)}, drawn
+    assert all(_artifacts(client, c.info.run_id, "attention") == PROBE_ONLY for c in finished)
     assert _artifacts(client, parent.info.run_id, "plots") == PLOTS  # reported all the same
     assert "FAILED: RuntimeError: this scorer always fails" in err
+    # A sweep compares: its runs log no model unless asked (--log-models, --register), and
+    # comparing their attention says so in one line instead of failing inside MLflow.
+    assert not _model_runs(client, children)
+    compare_code, _, compare_err = attnlab(
+        capsys, "compare", finished[0].info.run_id, finished[1].info.run_id, "--plot", str(tmp_path / "c.png")
+    )
+    assert compare_code == 2
+    assert_one_line_error(compare_err, "no model at runs:/", "--log-models")
 
 
 def _log_epochs(args: tuple[str, str, int]) -> str:
