@@ -27,10 +27,11 @@ def _seed() -> None:
 #: hands out one file at a time to the next free worker, so starting them first keeps one of
 #: them from being the last file running alone at the end.
 LONGEST_FIRST = (
-    "flows/test_train_flow.py", "flows/test_sweep.py", "components/test_train.py", "flows/test_store_integrity.py",
-    "flows/test_retrain.py", "components/test_evaluate.py", "flows/test_server_faults.py", "flows/test_schedule.py",
-    "flows/test_midrun_faults.py", "flows/test_prefect_server.py", "flows/test_runs_cli.py",
-    "plugins/test_third_party_plugin.py", "flows/test_cli.py", "plugins/test_recurrence.py", "flows/test_cluster.py",
+    "flows/test_sweep.py", "flows/test_schedule.py", "flows/test_train_flow.py", "flows/test_cli.py",
+    "flows/test_store_integrity.py", "flows/test_server_faults.py", "flows/test_sweep_faults.py", "flows/test_retrain.py",
+    "flows/test_midrun_faults.py", "flows/test_prefect_server.py", "flows/test_cluster.py", "flows/test_predict_inputs.py",
+    "flows/test_runs_cli.py", "flows/test_mlflow_ui.py", "components/test_train.py", "components/test_evaluate.py",
+    "plugins/test_third_party_plugin.py", "plugins/test_recurrence.py",
 )  # fmt: skip
 
 

@@ -3,10 +3,7 @@ Dask runner, concurrent logging, and bad input."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -169,84 +166,6 @@ def test_a_failing_combination_is_reported_and_the_others_finish(capsys, empty_s
     assert_one_line_error(compare_err, "no model at runs:/", "--log-models")
 
 
-def _log_epochs(args: tuple[str, str, int]) -> str:
-    """In a fresh process: one run with ``epochs`` epochs of metrics in the store at ``uri``
-    (a tracking server) or ``folder`` (the embedded store)."""
-    import os
-
-    where, name, epochs = args
-    if where.startswith("http"):
-        os.environ["MLFLOW_TRACKING_URI"] = where
-    else:
-        os.environ["ATTNLAB_MLFLOW_DIR"] = where
-        os.environ.pop("MLFLOW_TRACKING_URI", None)
-    from attnlab.flows.tracking import runs as tracking
-    from attnlab.flows.tracking import store as tracking_store
-    from attnlab.lab.config import ExperimentConfig
-    from mlflow import MlflowClient
-
-    store = tracking_store.use_store()
-    client = MlflowClient()
-    run_id = tracking.start_run(client, tracking.ensure_experiment(client, "concurrent", store), ExperimentConfig(seed=int(name)))
-    for epoch in range(1, epochs + 1):
-        tracking.log_epoch(client, run_id, {"epoch": epoch, "train_loss": 1 / epoch, "val_loss": 2 / epoch,
-                                            "val_exact_match": epoch / epochs, "seconds": 0.1, "train_seconds": 0.1,
-                                            "samples_per_second": 1000.0 + epoch})  # fmt: skip
-    tracking.end_run(client, run_id, "FINISHED")
-    return run_id
-
-
-@pytest.fixture
-def tracking_server(tmp_path):
-    """A real ``mlflow server`` on 127.0.0.1 with a SQLite backend; its URL."""
-    import socket
-    import sys
-
-    from attnlab.flows.services.servers import Server, mlflow_server_env, wait_healthy
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    command = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-               "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}", "--artifacts-destination", str(tmp_path / "artifacts")]  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    server = Server("MLflow", command, f"{url}/health", tmp_path / "mlflow-server.log", mlflow_server_env()).start()
-    try:
-        wait_healthy([server], timeout=600)  # a hang guard: the event is /health answering
-        yield url
-    finally:
-        server.stop()
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("store", ["embedded", "server"])
-def test_eight_processes_logging_at_once_lose_nothing(tmp_path, monkeypatch, request, store):
-    from mlflow import MlflowClient
-
-    epochs = 30
-    if store == "server":
-        where = request.getfixturevalue("tracking_server")
-        monkeypatch.setenv("MLFLOW_TRACKING_URI", where)  # past the autouse guard against servers
-    else:
-        where = str(tmp_path / "mlflow")
-        monkeypatch.setenv("ATTNLAB_MLFLOW_DIR", where)
-        monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    from attnlab.flows.tracking import store as tracking_store
-
-    resolved = tracking_store.resolve_store()
-    tracking_store.check_store(resolved)  # created first, as a sweep's parent run does
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(8, mp_context=context) as pool:
-        run_ids = list(pool.map(_log_epochs, [(where, str(i), epochs) for i in range(8)]))
-    client = MlflowClient(resolved.tracking_uri)
-    assert len(set(run_ids)) == 8
-    for run_id in run_ids:
-        assert client.get_run(run_id).info.status == "FINISHED"
-        for key in ("train_loss", "val_loss", "val_exact_match", "epoch_seconds", "samples_per_second"):
-            history = client.get_metric_history(run_id, key)
-            assert sorted(m.step for m in history) == list(range(1, epochs + 1)), key
-
-
 @pytest.mark.parametrize(
     ("args", "needles"),
     [
@@ -270,58 +189,3 @@ def test_bad_input_is_one_line_and_exit_2_before_anything_starts(capsys, empty_s
     assert code == 2
     assert_one_line_error(err, *needles)
     assert not (empty_store / "mlflow.db").exists()  # nothing was started
-
-
-def _runs_with_an_epoch(database: Path) -> int:
-    """How many runs have logged a validation loss, read without creating or migrating the store
-    (a second writer while the sweep creates it would race its schema migration)."""
-    import sqlite3
-
-    if not database.exists():
-        return 0
-    try:
-        with contextlib.closing(sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True)) as db:
-            return db.execute("SELECT COUNT(DISTINCT run_uuid) FROM metrics WHERE key = 'val_loss'").fetchone()[0]
-    except sqlite3.Error:  # the tables are not there yet, or the database is being written
-        return 0
-
-
-@pytest.mark.slow
-def test_a_terminated_sweep_ends_every_run_killed_and_leaves_no_worker(empty_store, tmp_path):
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    import psutil
-
-    long_sweep = ["sweep", "--task", "reverse", "--scorer", "dot,additive", "--epochs", "50", "--train-size", "3000",
-                  "-o", "validation_size=50", "-o", "test_size=50"]  # fmt: skip
-    process = subprocess.Popen(
-        [sys.executable, "-m", "attnlab.flows.cli.app", *long_sweep],
-        env={**os.environ, "ATTNLAB_MLFLOW_DIR": str(empty_store)},
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        # Wait for the event (both runs have logged an epoch), however slow the machine; a sweep
-        # that ends first fails the test with what it said.
-        while process.poll() is None:
-            time.sleep(2)
-            if _runs_with_an_epoch(empty_store / "mlflow.db") == 2:
-                break
-        else:
-            pytest.fail(
-                f"the sweep ended (status {process.returncode}) before both runs had logged an epoch: {process.stderr.read()[-2000:]}"
-            )
-        workers = psutil.Process(process.pid).children(recursive=True)
-        process.send_signal(signal.SIGTERM)
-        out, err = process.communicate(timeout=900)  # a hang guard only: SIGTERM acts within seconds
-    finally:
-        process.kill()
-    assert process.returncode == 130
-    assert err.strip().splitlines()[-1].startswith("attnlab: error: interrupted") and "Traceback" not in err
-    runs = client_for(empty_store).search_runs([e.experiment_id for e in client_for(empty_store).search_experiments()])
-    assert sorted(r.info.status for r in runs) == ["KILLED"] * 3  # the sweep run and both runs
-    _, alive = psutil.wait_procs(workers, timeout=300)  # returns as soon as every worker has exited
-    assert not [w for w in alive if w.status() != psutil.STATUS_ZOMBIE]
