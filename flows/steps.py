@@ -23,7 +23,7 @@ from attnlab.data.data_key import data_file_name, task_plugin_version
 from attnlab.data.datasets import data_spec, load_splits, save_splits
 from attnlab.data.examples import gold_alignments
 from attnlab.evaluation.example_records import attention_record, heatmap_title, merged_golds
-from attnlab.evaluation.metrics import Evaluation, evaluate
+from attnlab.evaluation.metrics import Evaluation, evaluate, with_references
 from attnlab.flows.services import prefect_watch
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking import store
@@ -247,7 +247,8 @@ def explore_attention(
     config, _, model = load_bundle(bundle)
     name = MlflowClient().get_run(run_id).info.run_name or run_id
     recorded = json.loads(snapshots.read_text()) if snapshots is not None else None
-    document = run_document(model, load_splits(data).test, name, describe(config), metrics, recorded, correct=correct)
+    tests = with_references(load_splits(data).test)[0]  # one per source, as the evaluation's verdicts
+    document = run_document(model, tests, name, describe(config), metrics, recorded, correct=correct)
     page = write_explorer(document, out_dir / "explorer.html")
     return Explored(page, model_views(model, compare) if compare else None)
 

@@ -33,6 +33,7 @@ from attnlab.flows.tracking.sweep_reruns import child_runs, settle_children
 from attnlab.lab.config import ExperimentConfig
 from attnlab.lab.names import experiment_name
 from attnlab.lab.summaries import finish_line
+from attnlab.model.assembly import build_task
 from attnlab.viz.explorer_data import sweep_examples
 from mlflow import MlflowClient
 
@@ -255,8 +256,10 @@ class SharedInputs:
 
 def shared_inputs(configs: list[ExperimentConfig]) -> SharedInputs:
     """The :class:`SharedInputs` of a sweep's ``configs``."""
-    data = {config.task: (config.seed, load_splits(dataset(config))) for config in {c.task: c for c in configs}.values()}
-    picked = {name: pick_probe(splits) for name, (_, splits) in data.items()}
+    first = {c.task: c for c in configs}
+    data = {config.task: (config.seed, load_splits(dataset(config))) for config in first.values()}
+    tasks = {name: build_task(config) for name, config in first.items()}
+    picked = {name: pick_probe(splits, lambda text, task=tasks[name]: len(task.source_tokens(text))) for name, (_, splits) in data.items()}
     probes = {name: (probe, gold_alignments(data[name][1].test, [probe[0]], [probe[1]])[0]) for name, (probe, _) in picked.items()}
     shared = {name: sweep_examples(splits.test, probes[name][0]) for name, (_, splits) in data.items()}
     return SharedInputs(

@@ -3,7 +3,7 @@
 Base classes (``Attention``, ``Encoder``, ``Decoder``, ``Task``) and what they hand back;
 the helpers a plugin needs (``masked_softmax``, ``dot_scores``, ``weighted_sum``, the option
 validators ``require_positive_int`` and ``require_probability``); the reserved token ids
-(``PAD_ID`` ...); the registry; and ``PluginContractError``, raised when a plugin breaks its
+(``PAD_ID`` ...) and how a side's text is cut into tokens (``split_tokens``, ``join_tokens``); the registry; and ``PluginContractError``, raised when a plugin breaks its
 contract (see ``attnlab.plugins.testing`` to check a plugin from its own tests).
 """
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
         load_plugin,
     )
     from attnlab.plugins.task import Alignment, Example, Task
-    from attnlab.plugins.tokens import EOS_ID, PAD_ID, SOS_ID, UNK_ID
+    from attnlab.plugins.tokens import EOS_ID, PAD_ID, SOS_ID, TOKENIZATIONS, UNK_ID, join_tokens, split_tokens
 
 #: Public name -> the module defining it. Imported on first use (PEP 562), so that the task
 #: contract and the registry load without torch: ``attnlab predict`` checks its inputs first.
@@ -41,7 +41,7 @@ _WHERE = {
         "registry",
     ),
     **dict.fromkeys(("Alignment", "Example", "Task"), "task"),
-    **dict.fromkeys(("EOS_ID", "PAD_ID", "SOS_ID", "UNK_ID"), "tokens"),
+    **dict.fromkeys(("EOS_ID", "PAD_ID", "SOS_ID", "UNK_ID", "TOKENIZATIONS", "join_tokens", "split_tokens"), "tokens"),
 }
 
 
@@ -62,6 +62,7 @@ __all__ = [
     "GROUPS",
     "PAD_ID",
     "SOS_ID",
+    "TOKENIZATIONS",
     "UNK_ID",
     "Alignment",
     "Attention",
@@ -80,10 +81,12 @@ __all__ = [
     "create_plugin",
     "describe_plugins",
     "dot_scores",
+    "join_tokens",
     "list_plugins",
     "load_plugin",
     "masked_softmax",
     "require_positive_int",
     "require_probability",
+    "split_tokens",
     "weighted_sum",
 ]

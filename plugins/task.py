@@ -6,24 +6,35 @@ A task plugin subclasses :class:`Task` and is registered under ``attnlab.tasks``
   pass ``**options`` on to ``super().__init__``, which rejects unknown names listing yours.
   Values come from ``task_options`` / ``test_task_options`` or ``-o task.NAME=VALUE`` and arrive
   YAML-typed (``-o task.max_length=30`` is the int 30).
-- **Alphabets**: the class (or instance) attributes ``source_alphabet`` and ``target_alphabet``
-  are strings holding every character the task can produce on each side; the vocabularies are
-  built from them, and a user's input is checked against ``source_alphabet``.
+- **Tokens**: ``source_tokenization`` and ``target_tokenization`` say how each side's text is
+  cut into tokens: ``"characters"`` (the default: every character is a token) or
+  ``"whitespace"`` (tokens separated by spaces, as the phonemes ``"P EY1 S T"``). Sources and
+  targets are always strings; on a whitespace side tokens are joined by one space.
+- **Alphabets**: ``source_alphabet`` and ``target_alphabet`` (class or instance attributes)
+  hold every token the task can produce on each side: a string of characters on a character
+  side; on a whitespace side a string of whitespace-separated tokens (``"AA AE AH"``) or any
+  collection of token strings. The vocabularies are built from them, and a user's input is
+  checked against ``source_alphabet``.
 - **sample(rng) -> Example(source, target, alignment)**: draw only from the ``random.Random``
-  given, so ``generate(n, seed)`` gives the same examples for the same seed. The source is a
-  non-empty string.
-- **Alignment**: one entry per target character, in order, and none for EOS; each entry is a
-  tuple of 0-based indices into the source (the characters it comes from). An empty entry means
-  the character comes from no source position (``年`` in the date task's targets) and is left
-  out of the alignment accuracy. ``alignment=None`` means unknown: the example counts for every
+  given, so ``generate(n, seed)`` gives the same examples for the same seed. The source holds
+  at least one token.
+- **Alignment**: one entry per target token, in order, and none for EOS; each entry is a tuple
+  of 0-based indices into the source's tokens (the ones it comes from). An empty entry means
+  the token comes from no source position (``年`` in the date task's targets) and is left out
+  of the alignment accuracy. ``alignment=None`` means unknown: the example counts for every
   metric but the alignment ones.
-- **max_source_length** is a property (``@property``), not a method: the longest source the
-  task produces. ``space_size`` (a property too) says how many distinct keys exist, or None;
+- **corpus() -> list[Example] | None** (optional): a task with fixed data (a dictionary, a
+  user's file) returns all of its examples; a source may appear in several (alternative
+  targets, each a correct reference). The splits are then made by a hash of :meth:`Task.key`
+  (the source, for such a task), not drawn: the test split is the same for every seed.
+  ``sample`` still draws single examples from it for the checks.
+- **max_source_length** is a property (``@property``), not a method: the most tokens a source
+  of the task has. ``space_size`` (a property too) says how many distinct keys exist, or None;
   :meth:`Task.key` says which examples must stay in one split.
 - **check_source(text) -> str | None** (optional): the reason ``text`` is not a valid source of
-  the task, or None. The default refuses empty text, text longer than ``max_source_length`` and
-  characters outside ``source_alphabet``; the date tasks also refuse dates that do not exist and
-  dates outside their years (min_year..max_year: the model never saw them).
+  the task, or None. The default refuses empty text, text with more than ``max_source_length``
+  tokens and tokens outside ``source_alphabet``; the date tasks also refuse dates that do not
+  exist and dates outside their years (min_year..max_year: the model never saw them).
   ``attnlab predict`` and the served model refuse such inputs (exit 2 / HTTP 400) before decoding;
   every source ``sample`` draws must pass it (the checks below try it).
 - **Checks**: every model built probes its task (20 examples); ``attnlab plugins --check`` and
@@ -33,16 +44,18 @@ A task plugin subclasses :class:`Task` and is registered under ``attnlab.tasks``
 from __future__ import annotations
 
 import random
+from collections.abc import Collection
 from typing import Any, NamedTuple
 
 from attnlab.plugins.options import Configurable, reject_unknown
+from attnlab.plugins.tokens import alphabet_tokens, split_tokens
 
-#: For each target character, the source positions it comes from (empty: from none).
+#: For each target token, the source token positions it comes from (empty: from none).
 Alignment = tuple[tuple[int, ...], ...]
 
 
 class Example(NamedTuple):
-    """source and target strings; alignment has one entry per target character, or is None."""
+    """source and target strings; alignment has one entry per target token, or is None."""
 
     source: str
     target: str
@@ -53,17 +66,28 @@ class Task(Configurable):
     """Base class of every task plugin.
 
     Subclasses set the class attributes ``source_alphabet`` and ``target_alphabet`` (every
-    character the task can produce on each side) and implement :meth:`sample`.
+    token the task can produce on each side), ``source_tokenization`` and
+    ``target_tokenization`` when a side is not cut into characters, and implement :meth:`sample`.
 
     Args:
         **options: task-specific options; unknown ones are an error.
     """
 
-    source_alphabet: str = ""
-    target_alphabet: str = ""
+    source_alphabet: str | Collection[str] = ""
+    target_alphabet: str | Collection[str] = ""
+    source_tokenization: str = "characters"
+    target_tokenization: str = "characters"
 
     def __init__(self, **options: Any) -> None:
         reject_unknown(type(self), options, self._fixed)
+
+    def source_tokens(self, text: str) -> list[str]:
+        """The tokens of a source text (see :func:`attnlab.plugins.split_tokens`)."""
+        return split_tokens(text, self.source_tokenization)
+
+    def target_tokens(self, text: str) -> list[str]:
+        """The tokens of a target text."""
+        return split_tokens(text, self.target_tokenization)
 
     def sample(self, rng: random.Random) -> Example:
         """One random example drawn with ``rng``."""
@@ -80,8 +104,16 @@ class Task(Configurable):
 
     @property
     def max_source_length(self) -> int:
-        """The longest source this task produces."""
+        """The most tokens a source of this task has."""
         raise NotImplementedError
+
+    def corpus(self) -> list[Example] | None:
+        """Every example of a task with fixed data, or None for a generated task (the default).
+
+        A corpus task splits by a hash of each example's :meth:`key`: all examples of one key
+        (one source and its alternative targets) land in one split, and the test split does not
+        depend on the seed."""
+        return None
 
     def generate(self, n: int, seed: int) -> list[Example]:
         """``n`` examples, the same ones for the same seed."""
@@ -94,19 +126,26 @@ class Task(Configurable):
         The optional validation hook: ``attnlab predict`` and the served model refuse an input
         with this reason before decoding it. The reason is phrased to follow the input, as in
         ``'31-02-2023' is not a real date: February 2023 has 28 days``. The default refuses an
-        empty text, one longer than :attr:`max_source_length` and characters outside
+        empty text, one with more than :attr:`max_source_length` tokens and tokens outside
         :attr:`source_alphabet`; a task that knows more (real calendar dates, a grammar)
         overrides it and calls ``super().check_source(text)`` first.
         """
-        if not text:
-            return "is no source: the source is empty; give at least one character"
+        tokens = self.source_tokens(text)
+        unit = "characters" if self.source_tokenization == "characters" else "tokens"
+        if not tokens:
+            return f"is no source: the source is empty; give at least one {unit[:-1]}"
         longest = self.max_source_length
-        if len(text) > longest:
-            return f"has {len(text)} characters; this task's sources have at most {longest}"
-        foreign = sorted({ch for ch in text if ch not in self.source_alphabet})
-        if foreign:
-            return f"has character(s) {''.join(foreign)!r} outside this task's alphabet {self.source_alphabet!r}"
-        return None
+        if len(tokens) > longest:
+            return f"has {len(tokens)} {unit}; this task's sources have at most {longest}"
+        known = set(alphabet_tokens(self.source_alphabet, self.source_tokenization))
+        foreign = sorted({token for token in tokens if token not in known})
+        if not foreign:
+            return None
+        if self.source_tokenization == "characters":
+            alphabet = self.source_alphabet if isinstance(self.source_alphabet, str) else "".join(sorted(known))
+            return f"has character(s) {''.join(foreign)!r} outside this task's alphabet {alphabet!r}"
+        listed = " ".join(sorted(known)) if len(known) <= 60 else " ".join(sorted(known)[:60]) + " ..."
+        return f"has token(s) {' '.join(foreign)!r} outside this task's tokens: {listed}"
 
     def validate_source(self, text: str) -> None:
         """Raise ValueError naming ``text`` and the reason :meth:`check_source` gives, if any."""

@@ -3,7 +3,7 @@ rows of the predictions table."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pandas as pd
 
@@ -24,13 +24,14 @@ def pick_examples(predictions: pd.DataFrame, count: int = EXAMPLE_PLOTS) -> tupl
     return chosen["source"].tolist(), chosen["target"].tolist()
 
 
-def pick_probe(splits: Splits) -> tuple[list[str], int]:
+def pick_probe(splits: Splits, length: Callable[[str], int] = len) -> tuple[list[str], int]:
     """``[source, target]`` of the test example to show under every combination of a sweep (the
     longest source no longer than the longest training source, first such in test order) and the
-    length of the longest training source."""
-    longest_train = max(len(example.source) for example in splits.train)
-    candidates = [example for example in splits.test if len(example.source) <= longest_train] or splits.test
-    chosen = max(candidates, key=lambda example: len(example.source))
+    length of the longest training source; ``length`` counts a source's tokens (default: its
+    characters)."""
+    longest_train = max(length(example.source) for example in splits.train)
+    candidates = [example for example in splits.test if length(example.source) <= longest_train] or splits.test
+    chosen = max(candidates, key=lambda example: length(example.source))
     return [chosen.source, chosen.target], longest_train
 
 

@@ -6,6 +6,7 @@ train, validation and test, even when the same date appears in several source fo
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -83,11 +84,44 @@ def make_splits(task: Task, sizes: tuple[int, int, int], seed: int, test_task: T
     sources than training ever saw. Deterministic for a seed.
     """
     check_sizes(task, sizes, test_task)
+    corpus = task.corpus()
+    if corpus is not None:
+        return corpus_splits(task, corpus, sizes)
     n_train, n_val, n_test = sizes
     rng = random.Random(seed)
     seen = draw_distinct(task, n_train + n_val, rng)
     test = draw_distinct(test_task or task, n_test, rng, exclude={task.key(ex) for ex in seen})
     return Splits(seen[:n_train], seen[n_train:], test)
+
+
+def key_order(key: str) -> str:
+    """Where a key falls in a corpus's split order: the sha256 of its UTF-8 bytes (stable across
+    machines and Python versions, unlike ``hash``)."""
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def corpus_splits(task: Task, corpus: list[Example], sizes: tuple[int, int, int]) -> Splits:
+    """Splits of a fixed corpus by the hash order of the keys (:func:`key_order`): the first
+    ``test`` keys are the test split, the next ``validation`` keys the validation split, the next
+    ``train`` keys the training split; every example of a key goes with it, in corpus order.
+
+    The test split does not depend on the seed; a key never lands in two splits. Raises
+    ValueError when the corpus has fewer keys than the sizes ask for.
+    """
+    by_key: dict[str, list[Example]] = {}
+    for example in corpus:
+        by_key.setdefault(task.key(example), []).append(example)
+    n_train, n_val, n_test = sizes
+    if n_train + n_val + n_test > len(by_key):
+        raise ValueError(
+            f"train + validation + test = {n_train + n_val + n_test} sources, but task {type(task).__name__} has only "
+            f"{len(by_key)} distinct sources; ask for at most {len(by_key)}"
+        )
+    ordered = sorted(by_key, key=key_order)
+    bounds = {"test": (0, n_test), "validation": (n_test, n_test + n_val), "train": (n_test + n_val, n_test + n_val + n_train)}
+    chosen = {name: {key for key in ordered[start:end]} for name, (start, end) in bounds.items()}
+    picked = {name: [ex for key in by_key if key in keys for ex in by_key[key]] for name, keys in chosen.items()}
+    return Splits(picked["train"], picked["validation"], picked["test"])
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Character vocabularies with PAD/SOS/EOS/UNK, and padding of id sequences into batches."""
+"""Token vocabularies (characters, or whitespace-separated tokens such as phonemes) with
+PAD/SOS/EOS/UNK, and padding of id sequences into batches."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from attnlab.plugins.tokens import EOS_ID, PAD_ID, SOS_ID, UNK_ID
+from attnlab.plugins.tokens import EOS_ID, PAD_ID, SOS_ID, UNK_ID, alphabet_tokens, join_tokens, split_tokens
 
 # The ids are part of the plugin contract (attnlab.plugins.PAD_ID, ...); these are their names here.
 PAD, SOS, EOS, UNK = PAD_ID, SOS_ID, EOS_ID, UNK_ID
@@ -17,39 +18,52 @@ SPECIALS = ("<pad>", "<sos>", "<eos>", "<unk>")
 
 @dataclass(frozen=True)
 class Vocab:
-    """Character <-> id mapping. Ids 0-3 are PAD, SOS, EOS, UNK; characters follow in order."""
+    """Token <-> id mapping. Ids 0-3 are PAD, SOS, EOS, UNK; the tokens follow in order.
 
-    chars: tuple[str, ...]
+    ``tokenization`` says how a text is cut into tokens: ``"characters"`` or ``"whitespace"``
+    (see :func:`attnlab.plugins.split_tokens`)."""
+
+    tokens: tuple[str, ...]
+    tokenization: str = "characters"
 
     @classmethod
-    def from_alphabet(cls, alphabet: Iterable[str]) -> Vocab:
-        """A vocabulary of the distinct characters of ``alphabet``, sorted."""
-        return cls(tuple(sorted(set(alphabet))))
+    def from_alphabet(cls, alphabet: Iterable[str], tokenization: str = "characters") -> Vocab:
+        """A vocabulary of the distinct tokens ``alphabet`` declares, sorted (a string is cut
+        by ``tokenization``)."""
+        return cls(alphabet_tokens(alphabet, tokenization), tokenization)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_ids", {ch: i + len(SPECIALS) for i, ch in enumerate(self.chars)})
+        object.__setattr__(self, "_ids", {token: i + len(SPECIALS) for i, token in enumerate(self.tokens)})
 
     def __len__(self) -> int:
-        return len(SPECIALS) + len(self.chars)
+        return len(SPECIALS) + len(self.tokens)
 
     def token(self, idx: int) -> str:
-        """The character of id ``idx`` (specials as ``<pad>`` etc.)."""
-        return SPECIALS[idx] if idx < len(SPECIALS) else self.chars[idx - len(SPECIALS)]
+        """The token of id ``idx`` (specials as ``<pad>`` etc.)."""
+        return SPECIALS[idx] if idx < len(SPECIALS) else self.tokens[idx - len(SPECIALS)]
+
+    def split(self, text: str) -> list[str]:
+        """The tokens of ``text``."""
+        return split_tokens(text, self.tokenization)
+
+    def join(self, tokens: Iterable[str]) -> str:
+        """The text of ``tokens``."""
+        return join_tokens(tokens, self.tokenization)
 
     def encode(self, text: str, sos: bool = False, eos: bool = False) -> list[int]:
-        """Ids of ``text``'s characters (UNK for unknown ones), optionally framed by SOS/EOS."""
-        ids = [self._ids.get(ch, UNK) for ch in text]  # type: ignore[attr-defined]
+        """Ids of ``text``'s tokens (UNK for unknown ones), optionally framed by SOS/EOS."""
+        ids = [self._ids.get(token, UNK) for token in self.split(text)]  # type: ignore[attr-defined]
         return ([SOS] if sos else []) + ids + ([EOS] if eos else [])
 
     def decode(self, ids: Iterable[int]) -> str:
-        """The string up to the first EOS, skipping PAD and SOS."""
+        """The text up to the first EOS, skipping PAD and SOS."""
         out = []
         for idx in ids:
             if idx == EOS:
                 break
             if idx not in (PAD, SOS):
                 out.append(self.token(idx))
-        return "".join(out)
+        return self.join(out)
 
 
 def pad_batch(sequences: Sequence[Sequence[int]], length: int | None = None) -> tuple[Tensor, Tensor]:

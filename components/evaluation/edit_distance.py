@@ -29,16 +29,21 @@ def _checked(outputs: Sequence[Tokens], references: Sequence[Sequence[Tokens]]) 
         raise ValueError("every output needs at least one reference")
 
 
-def closest_reference(output: Tokens, references: Sequence[Tokens]) -> tuple[int, Tokens]:
-    """The Levenshtein distance from ``output`` to its closest reference, and that reference.
+def closest_index(output: Tokens, references: Sequence[Tokens]) -> int:
+    """The index of the reference closest to ``output`` by Levenshtein distance.
 
     Ties go to the shorter reference (the larger error rate: the score is not flattered by a long
     reference), then to the one listed first."""
     if not references:
         raise ValueError("every output needs at least one reference")
-    scored = [(Levenshtein.distance(output, ref), len(ref), i) for i, ref in enumerate(references)]
-    distance, _, index = min(scored)
-    return distance, references[index]
+    return min(range(len(references)), key=lambda i: (Levenshtein.distance(output, references[i]), len(references[i]), i))
+
+
+def closest_reference(output: Tokens, references: Sequence[Tokens]) -> tuple[int, Tokens]:
+    """The Levenshtein distance from ``output`` to its closest reference (see
+    :func:`closest_index`), and that reference."""
+    reference = references[closest_index(output, references)]
+    return Levenshtein.distance(output, reference), reference
 
 
 def token_error_rate(outputs: Sequence[Tokens], references: Sequence[Sequence[Tokens]]) -> float:

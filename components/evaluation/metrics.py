@@ -9,6 +9,7 @@ alignment of target character t (the measures of :mod:`attnlab.evaluation.alignm
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -17,7 +18,7 @@ from torch import Tensor
 
 from attnlab.data.splits import EncodedExamples, encode_examples
 from attnlab.evaluation.alignment import AlignmentTally
-from attnlab.evaluation.edit_distance import sequence_error_rate, token_error_rate
+from attnlab.evaluation.edit_distance import closest_index, sequence_error_rate, token_error_rate
 from attnlab.evaluation.erasure import erasure_metrics
 from attnlab.model.assembly import Seq2Seq
 from attnlab.model.decode import beam_search, default_max_length, greedy_decode
@@ -66,13 +67,14 @@ def exact_match(predictions: list[str], targets: list[str]) -> float:
     return sum(p == t for p, t in zip(predictions, targets)) / max(len(targets), 1)
 
 
-def char_hits(prediction: str, target: str) -> int:
-    """How many target characters the prediction has at their position."""
+def char_hits(prediction: Sequence[str], target: Sequence[str]) -> int:
+    """How many target tokens (a string: its characters) the prediction has at their position."""
     return sum(a == b for a, b in zip(prediction, target))
 
 
-def char_accuracy(predictions: list[str], targets: list[str]) -> float:
-    """Share of target characters predicted at their position (missing ones count as wrong)."""
+def char_accuracy(predictions: Sequence[Sequence[str]], targets: Sequence[Sequence[str]]) -> float:
+    """Share of target tokens (characters of strings) predicted at their position (missing ones
+    count as wrong); logged as ``char_accuracy`` whatever the tokens are."""
     hits = sum(char_hits(p, t) for p, t in zip(predictions, targets))
     return hits / max(sum(len(t) for t in targets), 1)
 
@@ -85,11 +87,12 @@ def length_buckets(lengths: pd.Series, max_buckets: int = 10) -> pd.Series:
     return start.map(lambda s: str(s) if width == 1 else f"{s}-{s + width - 1}")
 
 
-def per_length_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """Accuracy per source-length bucket from a predictions frame."""
+def per_length_table(frame: pd.DataFrame, split: Callable[[str], Sequence[str]] = list) -> pd.DataFrame:
+    """Accuracy per source-length bucket from a predictions frame; ``split`` cuts a target text
+    into its tokens (default: characters)."""
     frame = frame.assign(bucket=length_buckets(frame["source_length"]))
-    frame["char_hits"] = [char_hits(p, t) for p, t in zip(frame["prediction"], frame["target"])]
-    frame["target_chars"] = frame["target"].str.len()
+    frame["char_hits"] = [char_hits(split(p), split(t)) for p, t in zip(frame["prediction"], frame["target"])]
+    frame["target_chars"] = [len(split(t)) for t in frame["target"]]
     table = frame.groupby("bucket", sort=False).agg(
         min_length=("source_length", "min"),
         count=("correct", "size"),
@@ -152,12 +155,28 @@ class AttentionTally:
         return self.alignment.offset_table() if self.alignment.steps else None
 
 
+def with_references(examples: list[Example]) -> tuple[list[Example], list[list[str]]]:
+    """The first example of each distinct source, in order, and every target given for that
+    source (its correct references: a word with two pronunciations has two)."""
+    references: dict[str, list[str]] = {}
+    firsts = []
+    for example in examples:
+        if example.source not in references:
+            references[example.source] = []
+            firsts.append(example)
+        references[example.source].append(example.target)
+    return firsts, [references[example.source] for example in firsts]
+
+
 def score_exact_match(model: Seq2Seq, examples: list[Example], beam_size: int = 1, batch_size: int = 1024) -> float:
-    """Exact match of ``model`` on ``examples``, decoding only (what a promotion compares; the
-    attention measures and erasure tests of :func:`evaluate` would cost ~1 s more a model)."""
+    """Share of the distinct sources of ``examples`` whose output is one of their targets,
+    decoding only (what a promotion compares; the attention measures and erasure tests of
+    :func:`evaluate` would cost ~1 s more a model)."""
     device = next(model.parameters()).device
-    data = encode_examples(examples, model.src_vocab, model.tgt_vocab).to(device)
-    return exact_match(decode_texts(model, data, None, batch_size, beam_size), [ex.target for ex in examples])
+    firsts, references = with_references(examples)
+    data = encode_examples(firsts, model.src_vocab, model.tgt_vocab).to(device)
+    outputs = decode_texts(model, data, None, batch_size, beam_size)
+    return sum(output in refs for output, refs in zip(outputs, references)) / max(len(firsts), 1)
 
 
 def evaluate(
@@ -169,26 +188,34 @@ def evaluate(
 ) -> Evaluation:
     """Decode ``examples`` (greedy, or beam search with ``beam_size`` > 1) and compute every
     metric, the erasure tests on a fixed sample of them (:func:`attnlab.evaluation.erasure.erasure_metrics`);
-    ``max_length`` bounds the decoding steps."""
+    ``max_length`` bounds the decoding steps.
+
+    The output metrics count each distinct source once, right when it equals any of the targets
+    given for that source (:func:`with_references`); the attention metrics use every example."""
     device = next(model.parameters()).device
+    firsts, references = with_references(examples)
     data = encode_examples(examples, model.src_vocab, model.tgt_vocab).to(device)
-    predictions = decode_texts(model, data, max_length, batch_size, beam_size)
-    targets = [ex.target for ex in examples]
-    references = [[target] for target in targets]  # one correct output per source in every task today
+    unique = data if len(firsts) == len(examples) else encode_examples(firsts, model.src_vocab, model.tgt_vocab).to(device)
+    predictions = decode_texts(model, unique, max_length, batch_size, beam_size)
+    split = model.tgt_vocab.split
+    predicted_tokens = [split(p) for p in predictions]
+    reference_tokens = [[split(t) for t in refs] for refs in references]
+    # Each output is measured against its closest reference (the one it equals, when right).
+    closest = [refs[closest_index(out, tokens)] for out, refs, tokens in zip(predicted_tokens, references, reference_tokens)]
     frame = pd.DataFrame(
         {
-            "source": [ex.source for ex in examples],
-            "target": targets,
+            "source": [ex.source for ex in firsts],
+            "target": closest,
             "prediction": predictions,
-            "correct": [p == t for p, t in zip(predictions, targets)],
-            "source_length": [len(ex.source) for ex in examples],
+            "correct": [p in refs for p, refs in zip(predictions, references)],
+            "source_length": [len(model.src_vocab.split(ex.source)) for ex in firsts],
         }
     )
     metrics = {
-        "exact_match": exact_match(predictions, targets),
-        "char_accuracy": char_accuracy(predictions, targets),
-        "token_error_rate": token_error_rate(predictions, references),
-        "sequence_error_rate": sequence_error_rate(predictions, references),
+        "exact_match": float(frame["correct"].mean()) if len(frame) else 0.0,
+        "char_accuracy": char_accuracy(predicted_tokens, [split(t) for t in closest]),
+        "token_error_rate": token_error_rate(predicted_tokens, reference_tokens),
+        "sequence_error_rate": sequence_error_rate(predicted_tokens, reference_tokens),
     }
     tally = AttentionTally()
     for start in range(0, len(data), batch_size):
@@ -197,4 +224,4 @@ def evaluate(
         tally.add(weights, step_mask, chunk.src_mask, examples[start : start + batch_size])
     metrics.update(tally.metrics())
     metrics.update(erasure_metrics(model, examples))
-    return Evaluation(metrics, per_length_table(frame), frame, tally.offset_table())
+    return Evaluation(metrics, per_length_table(frame, split), frame, tally.offset_table())

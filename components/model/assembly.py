@@ -86,8 +86,8 @@ def build_model(config: ExperimentConfig, task: Task, vocabs: tuple[Vocab, Vocab
     ``probe``, see :func:`probe_model`) plugins that break their contract.
     """
     src_vocab, tgt_vocab = vocabs or (
-        Vocab.from_alphabet(task.source_alphabet),
-        Vocab.from_alphabet(task.target_alphabet),
+        Vocab.from_alphabet(task.source_alphabet, task.source_tokenization),
+        Vocab.from_alphabet(task.target_alphabet, task.target_tokenization),
     )
     scorer_cls = load_plugin("scorers", config.scorer)
     torch.manual_seed(config.seed)
@@ -122,7 +122,7 @@ def build_model(config: ExperimentConfig, task: Task, vocabs: tuple[Vocab, Vocab
     )
     model = Seq2Seq(encoder, decoder, src_vocab, tgt_vocab)
     if probe:
-        key = (config.model_dump_json(), type(task), type(encoder), type(decoder), scorer_cls, src_vocab.chars, tgt_vocab.chars)
+        key = (config.model_dump_json(), type(task), type(encoder), type(decoder), scorer_cls, src_vocab, tgt_vocab)
         if key not in _probed:
             probe_model(config, task, model, scorers)
             _probed.add(key)

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 #: Builds the model of a bundle over the given (source, target) vocabularies.
 Rebuild = Callable[[tuple["Vocab", "Vocab"]], "Seq2Seq"]
+#: A side of ``vocab.json``: a string of characters, or a list of tokens.
+SavedTokens = str | list[str]
 #: Tensor name -> its shape.
 Shapes = dict[str, tuple[int, ...]]
 
@@ -50,7 +52,7 @@ def save_bundle(folder: Path, config: ExperimentConfig, model: Seq2Seq) -> Path:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "config.json").write_text(config.model_dump_json(indent=2))
-    vocab = {"source": "".join(model.src_vocab.chars), "target": "".join(model.tgt_vocab.chars)}
+    vocab = {"source": saved_tokens(model.src_vocab), "target": saved_tokens(model.tgt_vocab)}
     (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False))
     torch.save({k: v.cpu() for k, v in model.state_dict().items()}, folder / "weights.pt")
     return folder
@@ -59,23 +61,22 @@ def save_bundle(folder: Path, config: ExperimentConfig, model: Seq2Seq) -> Path:
 def load_bundle(folder: Path, device: str | torch.device = "cpu") -> tuple[ExperimentConfig, Task, Seq2Seq]:
     """Rebuild the config, task and model saved by :func:`save_bundle`, in eval mode;
     :class:`DamagedBundle` when the folder's files are missing, damaged or do not fit together."""
-    from attnlab.data.vocab import Vocab
     from attnlab.model.assembly import build_model, build_task
 
     folder = Path(folder)
     config, (source, target) = read_bundle(folder)
     task = build_task(config)
-    model = build_model(config, task, (Vocab(tuple(source)), Vocab(tuple(target))))
+    model = build_model(config, task, (vocab_of(source), vocab_of(target)))
     state = load_weights(folder / "weights.pt")
     check_weights(folder, model, state, lambda grown: build_model(config, task, grown, probe=False))
     model.load_state_dict(state)
     return config, task, model.to(device).eval()
 
 
-def read_bundle(folder: Path) -> tuple[ExperimentConfig, tuple[str, str]]:
-    """The config and the (source, target) characters of bundle ``folder``, checked: every
-    bundle file present, ``config.json`` a valid config, ``vocab.json`` two strings of distinct
-    characters. :class:`DamagedBundle` otherwise. Does not import torch."""
+def read_bundle(folder: Path) -> tuple[ExperimentConfig, tuple[SavedTokens, SavedTokens]]:
+    """The config and the (source, target) tokens of bundle ``folder``, checked: every bundle
+    file present, ``config.json`` a valid config, ``vocab.json`` two strings of distinct
+    characters (or lists of distinct tokens). :class:`DamagedBundle` otherwise. Does not import torch."""
     folder = Path(folder)
     missing = [name for name in BUNDLE_FILES if not (folder / name).is_file()]
     if missing:
@@ -112,14 +113,33 @@ def _read_config(path: Path) -> ExperimentConfig:
         raise DamagedBundle(f"{path} is not a valid attnlab config: {validation_message(exc, {})}") from None
 
 
-def _read_vocab(path: Path) -> tuple[str, str]:
+def _read_vocab(path: Path) -> tuple[SavedTokens, SavedTokens]:
     _, data = _read_json(path)
-    if not isinstance(data, dict) or not all(isinstance(data.get(side), str) for side in ("source", "target")):
-        raise DamagedBundle(f'{path} is not a vocabulary: expected {{"source": "CHARACTERS", "target": "CHARACTERS"}}')
+    if not isinstance(data, dict) or not all(_is_saved_tokens(data.get(side)) for side in ("source", "target")):
+        raise DamagedBundle(
+            f'{path} is not a vocabulary: expected {{"source": "CHARACTERS", "target": "CHARACTERS"}} (a list of tokens for a side of whitespace-separated tokens)'
+        )
     for side in ("source", "target"):
         if len(set(data[side])) != len(data[side]):
-            raise DamagedBundle(f"{path} is not a vocabulary: its {side} characters repeat one; restore the file saved with the model")
+            raise DamagedBundle(f"{path} is not a vocabulary: its {side} tokens repeat one; restore the file saved with the model")
     return data["source"], data["target"]
+
+
+def _is_saved_tokens(value: object) -> bool:
+    return isinstance(value, str) or (isinstance(value, list) and all(isinstance(token, str) and token for token in value))
+
+
+def saved_tokens(vocab: Vocab) -> SavedTokens:
+    """How ``vocab.json`` holds a vocabulary's tokens: a string of its characters (the format of
+    every earlier bundle), or the list of its tokens on a side of whitespace-separated tokens."""
+    return "".join(vocab.tokens) if vocab.tokenization == "characters" else list(vocab.tokens)
+
+
+def vocab_of(saved: SavedTokens) -> Vocab:
+    """The vocabulary :func:`saved_tokens` wrote."""
+    from attnlab.data.vocab import Vocab
+
+    return Vocab(tuple(saved), "characters" if isinstance(saved, str) else "whitespace")
 
 
 class RefusedFile(UserError, ValueError):
@@ -173,8 +193,8 @@ def _vocab_mismatch(folder: Path, model: Seq2Seq, expected: Shapes, saved: Shape
         return None
     source, target = model.src_vocab, model.tgt_vocab
     grown = {
-        "source": rebuild((Vocab(source.chars + ("\0",)), target)),
-        "target": rebuild((source, Vocab(target.chars + ("\0",)))),
+        "source": rebuild((Vocab(source.tokens + ("\0",), source.tokenization), target)),
+        "target": rebuild((source, Vocab(target.tokens + ("\0",), target.tokenization))),
     }
     follows = {}  # (tensor, dimension) -> the side whose vocabulary size it is
     for side, other in grown.items():
@@ -184,9 +204,11 @@ def _vocab_mismatch(folder: Path, model: Seq2Seq, expected: Shapes, saved: Shape
     if not all(key in follows for key in differing):
         return None
     trained = {follows[(name, i)]: saved[name][i] - SPECIAL_COUNT for name, i in differing}
-    listed = {"source": len(source.chars), "target": len(target.chars)}
+    listed = {side: (len(vocab.tokens), "characters" if vocab.tokenization == "characters" else "tokens")
+              for side, vocab in (("source", source), ("target", target))}  # fmt: skip
     sides = "; ".join(
-        f"it lists {listed[side]} {side} characters, the weights were trained with {count}" for side, count in sorted(trained.items())
+        f"it lists {listed[side][0]} {side} {listed[side][1]}, the weights were trained with {count}"
+        for side, count in sorted(trained.items())
     )
     return f"{folder / 'vocab.json'} does not match {folder / 'weights.pt'}: {sides}; restore the vocab.json saved with these weights"
 

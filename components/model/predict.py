@@ -44,17 +44,19 @@ def source_issue(text: str, task: Task, model: Seq2Seq, longest: int | None = No
     """Why the task or the model cannot take ``text`` (naming it), or None.
 
     ``longest``: the longest source accepted (see :func:`source_limit`; None: only the encoder's
-    own limit). Decoding runs 2 steps per source character, so an unbounded input runs for minutes.
+    own limit). Decoding runs 2 steps per source token, so an unbounded input runs for minutes.
     ``test_task``: the task of ``test_task_options``, see :func:`attnlab.data.sources.source_problem`.
     """
-    if longest is not None and len(text) > longest:
-        return f"{shown(text)} has {len(text)} characters; this model's task has sources of at most {longest}"
+    length = len(model.src_vocab.split(text))
+    unit = "characters" if model.src_vocab.tokenization == "characters" else "tokens"
+    if longest is not None and length > longest:
+        return f"{shown(text)} has {length} {unit}; this model's task has sources of at most {longest}"
     problem = source_problem(text, task, test_task)
     if problem is not None:
         return problem
     limit = model.max_source_length
-    if limit is not None and len(text) > limit:
-        return f"{shown(text)} has {len(text)} characters; this model accepts at most {limit}"
+    if limit is not None and length > limit:
+        return f"{shown(text)} has {length} {unit}; this model accepts at most {limit}"
     return None
 
 
@@ -95,10 +97,11 @@ def predict(
         tokens = decoded.tokens[row].tolist()
         length = next((i + 1 for i, tok in enumerate(tokens) if tok == EOS), len(tokens))
         out_tokens = [model.tgt_vocab.token(tok) for tok in tokens[:length]]
+        source_tokens = model.src_vocab.split(text)
         weights = heads = None
         if decoded.weights is not None:
-            weights = decoded.weights[row, :length, : len(text)].tolist()
+            weights = decoded.weights[row, :length, : len(source_tokens)].tolist()
         if decoded.head_weights is not None:
-            heads = decoded.head_weights[row, :, :length, : len(text)].tolist()
-        results.append(Prediction(text, model.tgt_vocab.decode(tokens), list(text), out_tokens, weights, heads))
+            heads = decoded.head_weights[row, :, :length, : len(source_tokens)].tolist()
+        results.append(Prediction(text, model.tgt_vocab.decode(tokens), source_tokens, out_tokens, weights, heads))
     return results

@@ -14,7 +14,7 @@ score is NaN loses to any number. A challenger that cannot be measured on the be
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -84,37 +84,41 @@ def incomparable_reason(
     benchmark_task: str,
     task_name: str,
     test_task: Task,
-    vocab_chars: tuple[str, str],
+    vocab_tokens: tuple[Collection[str], Collection[str]],
     max_source_length: int | None,
 ) -> str | None:
     """Why a model cannot be measured on the benchmark ``examples`` of task ``benchmark_task``,
     or None when it can.
 
     ``test_task`` is the challenger's test-time task (its options decide which sources it is
-    meant for), ``vocab_chars`` the (source, target) characters its vocabularies hold and
-    ``max_source_length`` the longest source its encoder accepts (None: no limit). A model is
-    incomparable when the benchmark is of another task, has characters its vocabularies lack, or
-    sources longer than its task's test options or its encoder allow.
+    meant for, its tokenizations how texts are cut into tokens), ``vocab_tokens`` the (source,
+    target) tokens its vocabularies hold (a string: its characters) and ``max_source_length``
+    the most source tokens its encoder accepts (None: no limit). A model is incomparable when
+    the benchmark is of another task, has tokens its vocabularies lack, or sources longer than
+    its task's test options or its encoder allow.
     """
     if benchmark_task != task_name:
         return f"the benchmark is of task {benchmark_task!r}, the model of task {task_name!r}"
     if not examples:
         return None
-    for side, chars, known in (
-        ("source", {c for ex in examples for c in ex.source}, vocab_chars[0]),
-        ("target", {c for ex in examples for c in ex.target}, vocab_chars[1]),
+    sources = [test_task.source_tokens(ex.source) for ex in examples]
+    for side, tokens, known, tokenization in (
+        ("source", {t for seq in sources for t in seq}, vocab_tokens[0], test_task.source_tokenization),
+        ("target", {t for ex in examples for t in test_task.target_tokens(ex.target)}, vocab_tokens[1], test_task.target_tokenization),
     ):
-        missing = "".join(sorted(chars - set(known)))
+        missing = sorted(tokens - set(known))
         if missing:
-            return f"the benchmark's {side}s use character(s) {missing!r} outside this model's vocabulary"
-    longest = max(len(ex.source) for ex in examples)
+            what = f"character(s) {''.join(missing)!r}" if tokenization == "characters" else f"token(s) {' '.join(missing)!r}"
+            return f"the benchmark's {side}s use {what} outside this model's vocabulary"
+    longest = max(len(seq) for seq in sources)
+    unit = "characters" if test_task.source_tokenization == "characters" else "tokens"
     if longest > test_task.max_source_length:
         return (
-            f"the benchmark has sources of up to {longest} characters; this config's task options "
+            f"the benchmark has sources of up to {longest} {unit}; this config's task options "
             f"produce at most {test_task.max_source_length} (set test_task options to match the benchmark)"
         )
     if max_source_length is not None and longest > max_source_length:
-        return f"the benchmark has sources of up to {longest} characters; this model's encoder accepts at most {max_source_length}"
+        return f"the benchmark has sources of up to {longest} {unit}; this model's encoder accepts at most {max_source_length}"
     return None
 
 

@@ -204,7 +204,7 @@ def inputs_document(model: Seq2Seq, sources: Sequence[str], name: str, subtitle:
 
 def with_answers(view: Mapping[str, Any], example: Example) -> dict[str, Any]:
     """A :func:`model_views` example of a bare source given ``example``'s target and gold."""
-    output = "".join(token for token in view["output_tokens"] if token != "<eos>")
+    output = view["output"]
     steps = len(view["output_tokens"])
     return {**view, "target": example.target, "correct": output == example.target, "gold": gold_positions(example, steps)}
 
@@ -219,7 +219,7 @@ def sweep_document(title: str, models: Sequence[Mapping[str, Any]], examples: Se
     sources = [example.source for example in examples]
     answered = []
     for model in models:
-        got = ["".join(view["source_tokens"]) for view in model["examples"]]
+        got = [view["source"] for view in model["examples"]]
         if got != sources:
             raise ValueError(f"model {model['name']!r} was shown other sources than the sweep's {len(sources)} examples")
         answered.append([with_answers(view, example) for view, example in zip(model["examples"], examples)])

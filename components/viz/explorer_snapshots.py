@@ -66,6 +66,7 @@ class SnapshotRecorder:
         self.steps: list[int] = []
         self.labels: list[str] = []
         self.weights: list[list[list[list[float]]]] = [[] for _ in self.probes]  # [probe][snapshot] -> [Lt, Ls]
+        self.tokens: list[tuple[list[str], list[str]]] = []  # [probe] -> (source tokens, target tokens)
         #: One point per record: step, epoch, end_of_epoch, exact_match, alignment_accuracy,
         #: alignment_within_one.
         self.curve: list[dict[str, float]] = []
@@ -116,8 +117,9 @@ class SnapshotRecorder:
             self.attends = False
             return
         weights = weights.float().cpu()  # [probes, Lt + 1, Ls]
-        for row, probe in enumerate(self.probes):
-            self.weights[row].append(rounded(weights[row, : len(probe.target) + 1, : len(probe.source)]))
+        self.tokens = [(model.src_vocab.split(probe.source), model.tgt_vocab.split(probe.target)) for probe in self.probes]
+        for row, (source, target) in enumerate(self.tokens):
+            self.weights[row].append(rounded(weights[row, : len(target) + 1, : len(source)]))
         self.epochs.append(int(epoch))
         self.steps.append(self._global_step)
         self.labels.append(snapshot_label(epoch, self._global_step, end_of_epoch))
@@ -133,12 +135,12 @@ class SnapshotRecorder:
             "labels": list(self.labels),
             "examples": [
                 {
-                    "source_tokens": list(probe.source),
-                    "output_tokens": [*probe.target, "<eos>"],
-                    "gold": gold_positions(probe, len(probe.target)),
+                    "source_tokens": source,
+                    "output_tokens": [*target, "<eos>"],
+                    "gold": gold_positions(probe, len(target)),
                     "weights": weights,
                 }
-                for probe, weights in zip(self.probes, self.weights)
+                for probe, (source, target), weights in zip(self.probes, self.tokens, self.weights)
             ],
         }
 

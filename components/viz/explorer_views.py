@@ -60,7 +60,8 @@ def model_views(
 ) -> list[dict[str, Any]]:
     """One explorer example per item (an Example, or a bare source string), in order.
 
-    Each has ``source_tokens``, ``output_tokens`` (the greedy output, "<eos>" last when emitted),
+    Each has ``source`` and ``output`` (the texts), ``source_tokens``, ``output_tokens`` (the
+    greedy output, "<eos>" last when emitted),
     ``target``/``correct``/``gold`` (None for a bare string; gold per target character, cut to
     the output's length) and ``weights``: view name -> [len(output_tokens), len(source_tokens)].
     A model that does not attend has ``weights`` {}. ``max_length`` bounds the decoding steps
@@ -94,14 +95,17 @@ def _batch_views(model: Seq2Seq, items: Sequence[Example | str], max_length: int
         steps = next((t + 1 for t, tok in enumerate(ids) if tok == EOS), len(ids))
         output = model.tgt_vocab.decode(ids)
         example = item if isinstance(item, Example) else None
+        source_tokens = model.src_vocab.split(text)
         out.append(
             {
-                "source_tokens": list(text),
+                "source_tokens": source_tokens,
                 "output_tokens": [model.tgt_vocab.token(tok) for tok in ids[:steps]],
                 "target": None if example is None else example.target,
                 "correct": None if example is None else output == example.target,
                 "gold": gold_positions(example, steps),
-                "weights": {name: rounded(view[row, :steps, : len(text)]) for name, view in views.items()},
+                "weights": {name: rounded(view[row, :steps, : len(source_tokens)]) for name, view in views.items()},
+                "source": text,
+                "output": output,
             }
         )
     return out

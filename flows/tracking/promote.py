@@ -72,8 +72,8 @@ def comparability(model, config: ExperimentConfig, drawn: BenchmarkSet) -> str |
     """Why ``model`` (trained with ``config``) cannot be measured on the benchmark, or None."""
     from attnlab.model.assembly import build_task
 
-    chars = ("".join(model.src_vocab.chars), "".join(model.tgt_vocab.chars))
-    return incomparable_reason(drawn.examples, drawn.task, config.task, build_task(config, split="test"), chars, model.max_source_length)
+    tokens = (model.src_vocab.tokens, model.tgt_vocab.tokens)
+    return incomparable_reason(drawn.examples, drawn.task, config.task, build_task(config, split="test"), tokens, model.max_source_length)
 
 
 def promote(

@@ -65,7 +65,14 @@ def test_a_file_that_is_not_json_is_named(bundle, name, text):
 
 @pytest.mark.parametrize(
     "vocab",
-    [[], {"source": "0123"}, {"source": ["0", "1"], "target": "01"}, {"source": "0012", "target": "01"}],
+    [
+        [],
+        {"source": "0123"},
+        {"source": ["0", 1], "target": "01"},
+        {"source": "0012", "target": "01"},
+        {"source": "0123", "target": ["AA", "AA"]},
+        {"source": "0123", "target": ["AA", ""]},
+    ],  # fmt: skip
 )
 def test_a_vocab_json_that_is_no_vocabulary_is_named(bundle, vocab):
     (bundle / "vocab.json").write_text(json.dumps(vocab))

@@ -333,7 +333,7 @@ def test_task_alignment_out_of_range_is_caught():
 
 
 def test_task_alignment_with_an_entry_for_eos_is_caught():
-    caught(check_task, AlignmentWithEOS, "one entry per target character", "none for EOS")
+    caught(check_task, AlignmentWithEOS, "one entry per target token", "none for EOS")
 
 
 def test_task_chars_outside_the_alphabet_are_caught():
