@@ -89,12 +89,18 @@ def generate_data(spec: dict[str, Any], plugin: str) -> Path:
     path = cache_dir() / data_file_name(spec, plugin)
     if path.exists():
         return path
-    return save_splits(path, prepare_data(ExperimentConfig(**spec))[1])
+    fields = {key: value for key, value in spec.items() if key != "data_version"}
+    return save_splits(path, prepare_data(ExperimentConfig(**fields))[1])
 
 
 def dataset(config: ExperimentConfig) -> Path:
-    """The data file of ``config`` (generated, or kept from an earlier run on the same inputs)."""
-    return generate_data(data_spec(config), task_plugin_version(config.task))
+    """The data file of ``config`` (generated, or kept from an earlier run on the same inputs;
+    a task that read a file keys it by the file's digest too)."""
+    spec = data_spec(config)
+    version = build_task(config).data_version()
+    if version is not None:
+        spec["data_version"] = version
+    return generate_data(spec, task_plugin_version(config.task))
 
 
 @task(name="log-dataset", **LOGGING)

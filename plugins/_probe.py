@@ -16,9 +16,10 @@ weights nor the global random state, without gradients.
 
 from __future__ import annotations
 
-from attnlab.plugins._probe_base import PluginContractError, Subject, evaluating, first_of_each, required_options, source_mask
+from attnlab.plugins._probe_base import PluginContractError, Subject, evaluating, first_of_each, source_mask
 from attnlab.plugins._probe_modules import probe_decoder, probe_encoder, probe_scorer
 from attnlab.plugins._probe_task import probe_task
+from attnlab.plugins.registry import required_options
 
 __all__ = [
     "PluginContractError",

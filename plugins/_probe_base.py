@@ -4,7 +4,6 @@ message), the checks of tensors, distributions and agreeing paths, and the probe
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -168,16 +167,6 @@ def evaluating(*modules: nn.Module) -> Iterator[None]:
 
 def overrides(obj: object, base: type, name: str) -> bool:
     return getattr(type(obj), name) is not getattr(base, name)
-
-
-def required_options(cls: type, fixed: int) -> list[str]:
-    """Names of the keyword options of ``cls.__init__`` that have no default, skipping the first
-    ``fixed`` (positional, contract) parameters."""
-    params = [p for p in inspect.signature(getattr(cls, "__init__")).parameters.values() if p.name != "self"]  # noqa: B009 (mypy: cls.__init__ is unsound)
-    return [
-        p.name for p in params[fixed:]
-        if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-    ]  # fmt: skip
 
 
 def first_of_each(modules: Iterable[_Module]) -> list[_Module]:

@@ -14,6 +14,7 @@ removes a ``.dist-info`` folder there).
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import sys
 from dataclasses import dataclass, field
@@ -163,9 +164,24 @@ def _loadable(key: str, infos: list[PluginInfo]) -> tuple[list[str], list[str]]:
     return usable, broken
 
 
+def required_options(cls: type, fixed: int) -> list[str]:
+    """Names of the keyword options of ``cls.__init__`` that have no default, skipping the first
+    ``fixed`` (positional, contract) parameters."""
+    params = [p for p in inspect.signature(getattr(cls, "__init__")).parameters.values() if p.name != "self"]  # noqa: B009 (mypy: cls.__init__ is unsound)
+    return [
+        p.name for p in params[fixed:]
+        if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    ]  # fmt: skip
+
+
 def create_plugin(group: str, name: str, *args: Any, **options: Any) -> Any:
-    """Load plugin ``name`` of ``group`` and instantiate it; bad options raise PluginError."""
+    """Load plugin ``name`` of ``group`` and instantiate it; bad or missing options raise
+    PluginError."""
     cls = load_plugin(group, name)
+    kind = group.removesuffix("s")
+    missing = [option for option in required_options(cls, len(args)) if option not in options]
+    if missing:
+        raise PluginError(f"{kind} {name!r} needs option(s) {', '.join(missing)}: give -o {kind}.{missing[0]}=VALUE")
     try:
         return cls(*args, **options)
     except PluginError:

@@ -115,6 +115,11 @@ class Task(Configurable):
         depend on the seed."""
         return None
 
+    def data_version(self) -> str | None:
+        """A digest of the data a corpus task read (a file's sha256), or None (the default): the
+        data cache and scheduled retraining tell an unchanged file from a changed one by it."""
+        return None
+
     def generate(self, n: int, seed: int) -> list[Example]:
         """``n`` examples, the same ones for the same seed."""
         rng = random.Random(seed)

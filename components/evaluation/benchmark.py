@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from attnlab.data.splits import draw_distinct
+from attnlab.data.splits import corpus_splits, draw_distinct
 from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import build_task
 from attnlab.plugins import Example
@@ -33,8 +33,15 @@ class BenchmarkSet:
 
 def draw_benchmark(config: ExperimentConfig, size: int, seed: int) -> BenchmarkSet:
     """``size`` distinct examples of the config's test distribution (its task, with
-    ``test_task_options`` when given), deterministic for ``seed``."""
-    examples = draw_distinct(build_task(config, split="test"), size, random.Random(seed))
+    ``test_task_options`` when given), deterministic for ``seed``. A task with fixed data gives
+    the first ``size`` sources of its test split instead (at most ``test_size``; every target of
+    each), which no model of it trains on."""
+    task = build_task(config, split="test")
+    corpus = task.corpus()
+    if corpus is not None:
+        examples = corpus_splits(task, corpus, (0, 0, min(size, config.test_size))).test
+    else:
+        examples = draw_distinct(task, size, random.Random(seed))
     return BenchmarkSet(config.task, {**config.task_options, **config.test_task_options}, seed, examples)
 
 

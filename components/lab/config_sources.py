@@ -120,6 +120,18 @@ def build_config(
             data[path[0]] = value
         sources[path[0]] = f"-o {text}"
     try:
-        return ExperimentConfig.model_validate(data)
+        return ExperimentConfig.model_validate(with_absolute_paths(data))
     except ValidationError as exc:
         raise UserError(validation_message(exc, sources)) from None
+
+
+def with_absolute_paths(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with a task option named ``path`` (a data file, as the pairs task's) made
+    absolute against the working directory: a model trained here then finds its file from
+    anywhere (predict, the served model, a scheduled retrain)."""
+    out = dict(data)
+    for key in ("task_options", "test_task_options"):
+        options = out.get(key)
+        if isinstance(options, dict) and isinstance(options.get("path"), str) and options["path"]:
+            out[key] = {**options, "path": str(Path(options["path"]).expanduser().absolute())}
+    return out

@@ -143,6 +143,19 @@ def splits_frame(splits: Splits) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["split", "source", "target"])
 
 
+def source_file_input(config: ExperimentConfig) -> list[DatasetInput]:
+    """The file a task read its data from (the pairs task's ``path``) as an MLflow dataset input
+    named by the file and carrying its sha256 (context ``source``); none for a task without one."""
+    from attnlab.model.assembly import build_task
+
+    task = build_task(config)
+    path, version = getattr(task, "path", None), task.data_version()
+    if path is None or version is None:
+        return []
+    dataset = Dataset(name=Path(path).name, digest=version[:36], source_type="local", source=json.dumps({"uri": Path(path).as_uri()}))
+    return [DatasetInput(dataset, [InputTag("mlflow.data.context", "source")])]
+
+
 def log_dataset(client: MlflowClient, run_id: str, config: ExperimentConfig, splits: Splits, shared_with: str | None = None) -> None:
     """Each split as an MLflow dataset input (name, digest, schema, profile) and all of them as
     ``data/splits.csv``.
@@ -161,6 +174,7 @@ def log_dataset(client: MlflowClient, run_id: str, config: ExperimentConfig, spl
         )
         # MlflowClient.log_inputs takes entities (mlflow.log_input would need the active run).
         inputs.append(DatasetInput(Dataset(**dataset.to_dict()), [InputTag("mlflow.data.context", split)]))
+    inputs.extend(source_file_input(config))
     client.log_inputs(run_id, datasets=inputs)
     text = frame.to_csv(index=False)
     if shared_with is None:

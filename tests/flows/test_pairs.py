@@ -1,0 +1,87 @@
+"""Training on your own file end to end: the file logged as the run's dataset (path and digest),
+its data cached by the file's digest (a grown file is new data), and a bad file refused in one
+line before anything starts."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+
+import pandas as pd
+import pytest
+from _flowkit import assert_one_line_error, client_for, point_at
+
+from attnlab.flows.cli.app import main
+
+NAMES = {"a": "AY", "b": "BEE", "c": "SEE", "d": "DEE", "e": "EE"}
+
+
+def spelled_words(count: int, seed: int = 0) -> str:
+    """CSV text of ``count`` distinct words over a-e with their letters spelled out."""
+    rng, words = random.Random(seed), set()
+    while len(words) < count:
+        words.add("".join(rng.choice("abcde") for _ in range(rng.randint(2, 7))))
+    return "word,spelled\n" + "".join(f"{w},{' '.join(NAMES[c] for c in w)}\n" for w in sorted(words))
+
+
+def train(path, capsys, *extra: str) -> tuple[int, str]:
+    code = main(["train", "--task", "pairs", f"-otask.path={path}", "-otask.source_column=word", "-otask.target_column=spelled",
+                 "-otask.target_tokenization=whitespace", "-otest_size=60", "-ovalidation_size=40", "--train-size", "200",
+                 "--epochs", "1", "--hidden-size", "16", "-oembedding_dim=8", *extra])  # fmt: skip
+    return code, capsys.readouterr().err
+
+
+def source_inputs(client, run_id: str) -> list:
+    return [d.dataset for d in client.get_run(run_id).inputs.dataset_inputs if d.tags[0].value == "source"]
+
+
+def split_words(client, run_id: str) -> pd.DataFrame:
+    """The run's logged splits: columns split, source, target."""
+    return pd.read_csv(client.download_artifacts(run_id, "data/splits.csv"), keep_default_na=False)
+
+
+@pytest.mark.slow
+def test_a_run_on_a_file_logs_it_and_a_grown_file_is_new_data(tmp_path, monkeypatch, capsys, prefect_harness):
+    store = point_at(tmp_path / "mlflow", monkeypatch)
+    path = tmp_path / "words.csv"
+    path.write_text(spelled_words(300))
+    assert train(path, capsys)[0] == 0
+    client = client_for(store)
+    [first] = [
+        r
+        for r in client.search_runs([client.get_experiment_by_name("attnlab-pairs").experiment_id])
+        if r.info.run_name != "benchmark-pairs"
+    ]
+    [dataset] = source_inputs(client, first.info.run_id)
+    assert dataset.name == "words.csv" and path.as_uri() in dataset.source
+    assert dataset.digest == hashlib.sha256(path.read_bytes()).hexdigest()[:36]
+    old = split_words(client, first.info.run_id)
+    assert list(old["split"].value_counts().sort_index()) == [60, 200, 40]
+
+    old_words = set(pd.read_csv(path)["word"])
+    path.write_text(spelled_words(500))  # the same options on more words: the cached split of the old file must not be reused
+    assert train(path, capsys)[0] == 0
+    runs = [r for r in client.search_runs([first.info.experiment_id]) if r.info.run_name != "benchmark-pairs"]
+    second = next(r for r in runs if r.info.run_id != first.info.run_id)
+    assert source_inputs(client, second.info.run_id)[0].digest == hashlib.sha256(path.read_bytes()).hexdigest()[:36]
+    new = split_words(client, second.info.run_id)
+    assert set(new["source"]) - old_words  # words only the grown file has
+
+
+@pytest.mark.parametrize(
+    ("content", "needles"),
+    [
+        (None, ["task 'pairs':", "does not exist"]),
+        ("word,sound\nab,AY BEE\n", ["has no column 'spelled'; its columns: word, sound"]),
+        ("word,spelled\nab,AY BEE\n,BEE\n", ["1 row(s) have an empty source (the first: row 2)"]),
+    ],
+)
+def test_a_bad_file_is_one_line_and_exit_2_before_anything_starts(tmp_path, monkeypatch, capsys, content, needles):
+    store = point_at(tmp_path / "mlflow", monkeypatch)
+    path = tmp_path / "words.csv"
+    if content is not None:
+        path.write_text(content)
+    code, err = train(path, capsys)
+    assert code == 2
+    assert_one_line_error(err, *needles)
+    assert not (store / "mlflow.db").exists()

@@ -1,0 +1,129 @@
+"""The pairs task: a user's own file in every format, its options, and every mistake in it refused
+in one line naming the file (and the row) before anything trains; the file is never written."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from attnlab.data.splits import make_splits
+from attnlab.plugins import PluginError, create_plugin
+from attnlab.plugins.builtin.pairs_task import PairsTask
+from attnlab.plugins.testing import check_task
+
+WORDS = {"cat": ["K AE T"], "dog": ["D AO G"], "either": ["IY DH ER", "AY DH ER"], "pace": ["P EY S"], "go": ["G OW"]}
+
+
+def frame() -> pd.DataFrame:
+    return pd.DataFrame([(word, target) for word, targets in WORDS.items() for target in targets], columns=["word", "phonemes"])
+
+
+def write(folder: Path, suffix: str, data: pd.DataFrame | None = None) -> Path:
+    """``data`` (default: :func:`frame`) written as a ``suffix`` file the way a user's tools write it."""
+    data = frame() if data is None else data
+    path = folder / f"pairs{suffix}"
+    if suffix == ".csv":
+        data.to_csv(path, index=False)
+    elif suffix == ".tsv":
+        data.to_csv(path, index=False, sep="\t")
+    elif suffix == ".jsonl":
+        data.to_json(path, orient="records", lines=True, force_ascii=False)
+    else:
+        data.to_parquet(path, index=False)
+    return path
+
+
+def pairs(path: Path, **options) -> PairsTask:
+    return PairsTask(path=str(path), source_column="word", target_column="phonemes", target_tokenization="whitespace", **options)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".tsv", ".jsonl", ".parquet"])
+def test_every_format_gives_the_same_examples_and_the_file_stays_untouched(tmp_path, suffix):
+    path = write(tmp_path, suffix)
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    task = pairs(path)
+    assert [(ex.source, ex.target) for ex in task.corpus()] == [(w, t) for w, ts in WORDS.items() for t in ts]
+    assert task.target_alphabet == sorted({p for ts in WORDS.values() for t in ts for p in t.split()})
+    assert task.source_alphabet == "".join(sorted(set("".join(WORDS)))) and task.max_source_length == 6
+    assert task.data_version() == before == hashlib.sha256(path.read_bytes()).hexdigest()
+    check_task(PairsTask, path=str(path), source_column="word", target_column="phonemes", target_tokenization="whitespace")
+
+
+def test_a_source_keeps_all_its_targets_in_one_split(tmp_path):
+    rows = [(f"w{i:03d}", f"T{i % 7} A") for i in range(300)] + [("w007", "ALT B")]
+    path = write(tmp_path, ".csv", pd.DataFrame(rows, columns=["word", "phonemes"]))
+    task = pairs(path, source_tokenization="characters")
+    splits = make_splits(task, (250, 20, 30), seed=0)
+    owner = [name for name, examples in splits.items() if any(ex.source == "w007" for ex in examples)]
+    assert len(owner) == 1 and sum(ex.source == "w007" for ex in getattr(splits, owner[0])) == 2
+    assert make_splits(task, (250, 20, 30), seed=5).test == splits.test  # by hash, not by seed
+
+
+def test_an_alignment_column_is_read_and_checked(tmp_path):
+    data = pd.DataFrame({"word": ["ab", "ba"], "phonemes": ["A B", "B A"], "links": ["[[0], [1]]", "[[0], [1]]"]})
+    path = write(tmp_path, ".csv", data)
+    task = pairs(path, alignment_column="links")
+    assert [ex.alignment for ex in task.corpus()] == [((0,), (1,)), ((0,), (1,))]
+    data.loc[1, "links"] = "[[0]]"
+    with pytest.raises(ValueError, match=r"row 2: the alignment has 1 entries; the target has 2 tokens"):
+        pairs(write(tmp_path, ".csv", data), alignment_column="links")
+
+
+def test_long_sources_are_refused_or_dropped_and_counted(tmp_path, caplog):
+    path = write(tmp_path, ".jsonl")
+    with pytest.raises(ValueError) as refused:
+        pairs(path, max_length=3)
+    assert str(refused.value) == (
+        f"{path}: 3 source(s) are longer than max_length = 3 tokens (the first: row 3); "
+        "raise -o task.max_length or leave them out with -o task.drop_long=true"
+    )
+    with caplog.at_level("INFO", logger="attnlab.progress"):
+        task = pairs(path, max_length=3, drop_long=True)
+    assert {ex.source for ex in task.corpus()} == {"cat", "dog", "go"} and task.dropped == 3
+    assert "left out 3 source(s) longer than 3 tokens" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("content", "name", "options", "message"),
+    [
+        (None, "missing.csv", {}, "{path} does not exist"),
+        (b"word,phonemes\ncat,K AE T\n", "pairs.xlsx", {}, "{path}: cannot tell its format from the suffix '.xlsx'"),
+        (b"", "pairs.csv", {}, "{path} is empty: it holds no rows"),
+        (b"word,phonemes\n", "pairs.csv", {}, "{path} is empty: it holds no rows"),
+        (b"word,phonemes\ncat,K AE T\ndog,D \xff G\n", "pairs.csv", {}, "{path}: line 3 is not UTF-8 text (byte 0xff)"),
+        (b"word,sound\ncat,K AE T\n", "pairs.csv", {}, "{path} has no column 'phonemes'; its columns: word, sound"),
+        (b"word,phonemes\ncat,K AE T\n,D AO G\n,G OW\n", "pairs.csv", {}, "{path}: 2 row(s) have an empty source (the first: row 2)"),
+        (b"word,phonemes\ncat,\n", "pairs.csv", {}, "{path}: 1 row(s) have an empty target (the first: row 1)"),
+        (b'{"word": "cat", "phonemes": "K AE T"}\n{"word": \n', "pairs.jsonl", {}, "{path} is not a readable jsonl file"),
+        (b"word,phonemes\ncat,K AE T\n", "pairs.csv", {"format": "xlsx"}, "format 'xlsx' is not one of csv, jsonl, parquet, tsv"),
+    ],
+)
+def test_a_bad_file_is_refused_in_one_line(tmp_path, content, name, options, message):
+    path = tmp_path / name
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(ValueError) as refused:
+        pairs(path, **options)
+    text = str(refused.value)
+    assert text.startswith(message.format(path=path)), text
+    assert "\n" not in text
+    if content is not None:
+        assert path.read_bytes() == content
+
+
+def test_the_task_needs_a_path_and_known_tokenizations():
+    with pytest.raises(PluginError, match=r"task 'pairs' needs option\(s\) path: give -o task.path=VALUE"):
+        create_plugin("tasks", "pairs")
+    with pytest.raises(PluginError, match=r"target_tokenization must be one of characters, whitespace, got 'words'"):
+        create_plugin("tasks", "pairs", path="x.csv", target_tokenization="words")
+
+
+def test_json_lines_alignments_may_be_lists(tmp_path):
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("\n".join(json.dumps({"source": s, "target": t, "a": a}) for s, t, a in [("ab", "ba", [[1], [0]])]) + "\n")
+    task = PairsTask(path=str(path), alignment_column="a")
+    assert task.corpus()[0].alignment == ((1,), (0,))
