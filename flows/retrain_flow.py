@@ -1,6 +1,10 @@
 """The retrain flow: fresh data -> train a challenger -> compare it with the champion on the fixed
 benchmark set -> move the ``champion`` alias only when the challenger wins by the margin.
 
+A task that reads its data from a file (``pairs``) retrains only when the file changed since the
+champion was trained: on the champion's own data the retrain run ends FINISHED at once, tagged
+``attnlab.retrain.skipped`` with the reason (:mod:`attnlab.ops.data_change`).
+
 One MLflow run per retrain (``retrain-<task>``, tag ``attnlab.kind=retrain``) holds the decision;
 the challenger's training run (the ``attnlab-train`` subflow) is its child. The run ends FINISHED,
 or FAILED/KILLED with ``attnlab.error``; any failure before the decision leaves the alias where it
@@ -31,13 +35,14 @@ from attnlab.flows import steps as tasks
 from attnlab.flows.flow_runs import ending_status, flow_run_tags
 from attnlab.flows.tracking import promote as promotion
 from attnlab.flows.tracking import prune as retention
+from attnlab.flows.tracking import registry, store
 from attnlab.flows.tracking import runs as tracking
-from attnlab.flows.tracking import store
 from attnlab.flows.tracking.benchmark_store import Benchmark
 from attnlab.flows.tracking.promotion_lock import promotion_lock
 from attnlab.lab.config import ExperimentConfig
 from attnlab.lab.names import experiment_name, model_name
 from attnlab.ops.challenger import challenger_seed
+from attnlab.ops.data_change import unchanged_reason
 from attnlab.ops.promotion import Decision, check_margin
 from attnlab.ops.retention import DEFAULT_KEEP, check_keep
 from attnlab.training.threads import thread_share
@@ -45,6 +50,8 @@ from mlflow import MlflowClient
 
 #: Benchmark examples drawn by a model's first promotion (later ones reuse that set).
 BENCHMARK_SIZE = DEFAULT_SIZE
+#: On a retrain run that did not train, why (the data is the champion's own).
+SKIPPED_TAG = "attnlab.retrain.skipped"
 
 
 def fresh_seed() -> int:
@@ -102,6 +109,22 @@ def settle(logger: Any, name: str, version: str, decision: Decision, keep: int, 
     return pruned
 
 
+def data_unchanged(config: ExperimentConfig, name: str) -> str | None:
+    """Why this retrain need not train: the task's data (a file's digest) is what the champion of
+    ``name`` was trained on (:func:`attnlab.ops.data_change.unchanged_reason`); None otherwise."""
+    from attnlab.model.assembly import build_task
+
+    current = build_task(config).data_version()
+    if current is None:
+        return None
+    client = MlflowClient()
+    champion = registry.champion_version(client, name)
+    if champion is None:
+        return None
+    recorded = client.get_run(champion.run_id).data.tags.get(tracking.DATA_VERSION_TAG)
+    return unchanged_reason(current, recorded, str(champion.version))
+
+
 def end_failed(exc: BaseException, name: str, undecided: str | None, run_id: str) -> None:
     """End the retrain run that ``exc`` stopped FAILED or KILLED; record the failure on the
     ``undecided`` version (registered, no decision yet) when there is one. Best effort: the store
@@ -156,6 +179,12 @@ def retrain_flow(
     torch.set_num_threads(threads := thread_share(concurrent_runs))
     name, experiment = model_name(config.task), experiment or experiment_name(config.task)
     run_id = start_retrain_run(config.task, experiment, tags := flow_run_tags())
+    unchanged = data_unchanged(config, name)
+    if unchanged is not None:
+        logger.info("%s: %s; nothing to retrain", name, unchanged)
+        MlflowClient().set_tag(run_id, SKIPPED_TAG, unchanged)
+        tracking.end_run(MlflowClient(), run_id, "FINISHED")
+        return {"run_id": run_id, "experiment": experiment, "skipped": unchanged, "prefect_flow_run_id": tags["prefect.flow_run_id"]}
     folder = promotion.scratch_folder()
     version, decision = None, None
     try:

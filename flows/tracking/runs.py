@@ -30,6 +30,7 @@ from attnlab.flows.tracking.mlflow_ui import experiment_tags
 from attnlab.flows.tracking.store import Store, already_exists
 from attnlab.lab.config import ExperimentConfig
 from attnlab.ops import stale_runs
+from attnlab.plugins import Task
 from mlflow import MlflowClient
 
 #: Per-epoch metrics from the training callback -> their MLflow names.
@@ -143,12 +144,13 @@ def splits_frame(splits: Splits) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["split", "source", "target"])
 
 
-def source_file_input(config: ExperimentConfig) -> list[DatasetInput]:
+#: The digest of the data a run's task read (a file's sha256, a dictionary's release), when it has one.
+DATA_VERSION_TAG = "attnlab.data_version"
+
+
+def source_file_input(task: Task) -> list[DatasetInput]:
     """The file a task read its data from (the pairs task's ``path``) as an MLflow dataset input
     named by the file and carrying its sha256 (context ``source``); none for a task without one."""
-    from attnlab.model.assembly import build_task
-
-    task = build_task(config)
     path, version = getattr(task, "path", None), task.data_version()
     if path is None or version is None:
         return []
@@ -174,8 +176,13 @@ def log_dataset(client: MlflowClient, run_id: str, config: ExperimentConfig, spl
         )
         # MlflowClient.log_inputs takes entities (mlflow.log_input would need the active run).
         inputs.append(DatasetInput(Dataset(**dataset.to_dict()), [InputTag("mlflow.data.context", split)]))
-    inputs.extend(source_file_input(config))
+    from attnlab.model.assembly import build_task
+
+    task = build_task(config)
+    inputs.extend(source_file_input(task))
     client.log_inputs(run_id, datasets=inputs)
+    if task.data_version() is not None:  # what a scheduled retrain compares (attnlab.ops.data_change)
+        client.set_tag(run_id, DATA_VERSION_TAG, task.data_version())
     text = frame.to_csv(index=False)
     if shared_with is None:
         client.log_text(run_id, text, "data/splits.csv")

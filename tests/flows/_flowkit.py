@@ -151,3 +151,15 @@ def chromium() -> Iterator:
             yield browser
         finally:
             browser.close()
+
+
+def spelled_words(count: int, seed: int = 0) -> str:
+    """CSV text (columns word, spelled) of ``count`` distinct words over a-e, each with its letters
+    spelled out as whitespace-separated tokens: a small file for the pairs task."""
+    import random
+
+    names = {"a": "AY", "b": "BEE", "c": "SEE", "d": "DEE", "e": "EE"}
+    rng, words = random.Random(seed), set()
+    while len(words) < count:
+        words.add("".join(rng.choice("abcde") for _ in range(rng.randint(2, 7))))
+    return "word,spelled\n" + "".join(f"{w},{' '.join(names[c] for c in w)}\n" for w in sorted(words))

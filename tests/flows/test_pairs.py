@@ -5,23 +5,12 @@ line before anything starts."""
 from __future__ import annotations
 
 import hashlib
-import random
 
 import pandas as pd
 import pytest
-from _flowkit import assert_one_line_error, client_for, point_at
+from _flowkit import assert_one_line_error, client_for, point_at, spelled_words
 
 from attnlab.flows.cli.app import main
-
-NAMES = {"a": "AY", "b": "BEE", "c": "SEE", "d": "DEE", "e": "EE"}
-
-
-def spelled_words(count: int, seed: int = 0) -> str:
-    """CSV text of ``count`` distinct words over a-e with their letters spelled out."""
-    rng, words = random.Random(seed), set()
-    while len(words) < count:
-        words.add("".join(rng.choice("abcde") for _ in range(rng.randint(2, 7))))
-    return "word,spelled\n" + "".join(f"{w},{' '.join(NAMES[c] for c in w)}\n" for w in sorted(words))
 
 
 def train(path, capsys, *extra: str) -> tuple[int, str]:
