@@ -121,7 +121,11 @@ def run_examples(
         shown.extend(more)
         counts.extend(weight_count(example) for example in more)
     shown = shown[: within_budget(counts)]
-    shown.sort(key=lambda example: bool(example["correct"]))  # stable; given verdicts may differ from these
+    # The evaluation's verdicts win: an output may equal another of a source's targets than this one.
+    verdicts = {ex.source: bool(right) for ex, right in zip(examples, correct)}
+    for view in shown:
+        view["correct"] = verdicts.get(view["source"], view["correct"])
+    shown.sort(key=lambda example: bool(example["correct"]))  # stable
     return shown, sample_note(len(examples), len(wrong), len(shown), len(shown) < len(chosen))
 
 

@@ -211,3 +211,16 @@ def test_a_source_with_several_targets_is_right_when_the_output_is_any_of_them(s
     assert score_exact_match(model, both) == 1.0
     wrong = evaluate(model, [Example("cab", other, None)])
     assert wrong.metrics["exact_match"] == 0.0 and wrong.metrics["sequence_error_rate"] == 1.0
+
+
+def test_the_explorer_shows_the_evaluations_verdict_for_a_source_with_several_targets(spelled):
+    from attnlab.plugins import Example
+    from attnlab.viz.explorer_data import run_examples
+
+    _, model, _, _ = spelled
+    # The first target given for "cab" is not the output, but the evaluation found the output
+    # among its other targets: the page must say right, as the metrics do.
+    shown, _ = run_examples(model, [Example("cab", "DELTA DELTA DELTA DELTA", None)], correct=[True])
+    assert [view["correct"] for view in shown] == [True]
+    shown, _ = run_examples(model, [Example("cab", "DELTA DELTA DELTA DELTA", None)])
+    assert [view["correct"] for view in shown] == [False]
