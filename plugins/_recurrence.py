@@ -44,8 +44,25 @@ def loop(fn: _Loop) -> _Loop:
     if not _use_compiled.get():
         return fn
     if fn.__name__ not in _compiled:
-        _compiled[fn.__name__] = torch.compile(fn, fullgraph=True, dynamic=False)
+        _compiled[fn.__name__] = _eager_past_the_limit(fn, torch.compile(fn, fullgraph=True, dynamic=False))
     return cast(_Loop, _compiled[fn.__name__])
+
+
+def _eager_past_the_limit(fn: _Loop, compiled_fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``compiled_fn``, running ``fn`` eagerly for a shape met once torch.compile's recompile
+    limit is reached (``torch._dynamo.config.recompile_limit``, 8 by default). The loops are
+    unrolled over the sequence length, so every length is one compilation: data of varying
+    lengths (cmudict, a user's file) compiles its first 8 batch shapes per loop, and the rest run
+    as they would without ``compile_loops`` instead of failing."""
+    from torch._dynamo.exc import FailOnRecompileLimitHit
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return compiled_fn(*args, **kwargs)
+        except FailOnRecompileLimitHit:  # raised before anything runs: nothing to undo
+            return fn(*args, **kwargs)
+
+    return run
 
 
 def gates(table: Tensor, tokens: Tensor, t: int) -> Tensor:

@@ -159,3 +159,26 @@ def test_compiled_loops_equal_the_eager_ones():
         compiled, compiled_step = run(), decode_step()
     for got, want in zip([compiled[0], compiled[1], *compiled[2], *compiled_step], [eager[0], eager[1], *eager[2], *eager_step]):
         torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
+
+
+def test_lengths_past_the_recompile_limit_run_eagerly_instead_of_failing(monkeypatch):
+    """Data of varying lengths meets more shapes than torch.compile recompiles for (8 by default;
+    1 here): the loops of the further lengths run eagerly, with the eager results, instead of
+    stopping training with a recompile-limit error. (aot_eager: the test is about the limit.)"""
+    import functools
+
+    monkeypatch.setattr(recurrence, "_compiled", {})
+    monkeypatch.setattr(torch, "compile", functools.partial(torch.compile, backend="aot_eager"))
+    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 1)
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    encoder = create_plugin("encoders", "gru", VOCAB, EMB, HIDDEN)
+    dec = create_plugin("decoders", "rnn", VOCAB, EMB, HIDDEN, HIDDEN, ScaledDotAttention)
+    for length in (5, 7, 9):
+        src, tgt_in = torch.randint(3, VOCAB, (2, length)), torch.randint(3, VOCAB, (2, length + 1))
+        mask = torch.ones(2, length, dtype=torch.bool)
+        eager = dec(tgt_in, encoder(src, mask), mask).logits
+        with recurrence.compiled():
+            torch.testing.assert_close(dec(tgt_in, encoder(src, mask), mask).logits, eager)
+    assert recurrence._compiled  # the compiled loop was made and asked each time
+    torch._dynamo.reset()
