@@ -216,12 +216,18 @@ def test_a_server_that_answers_late_is_asked_again_until_it_answers(mlflow_serve
 
 
 def test_an_absent_server_is_one_line_at_once_without_retries(retry_watch):
+    import socket
+
     from attnlab.flows.tracking.errors import TrackingUnavailable
     from attnlab.flows.tracking.store import Store, check_store
 
-    url = f"http://127.0.0.1:{free_port()}"
-    with pytest.raises(TrackingUnavailable) as raised:
-        check_store(Store(url))
+    # A port held bound but not listening refuses every connection, and no server another test
+    # starts can take it meanwhile (a port only probed free can be: then the first answer differs).
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{holder.getsockname()[1]}"
+        with pytest.raises(TrackingUnavailable) as raised:
+            check_store(Store(url))
     assert str(raised.value).startswith(f"cannot reach the MLflow tracking store {url}: connection refused;")
     assert retry_watch.lines == []
 
