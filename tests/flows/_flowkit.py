@@ -163,3 +163,16 @@ def spelled_words(count: int, seed: int = 0) -> str:
     while len(words) < count:
         words.add("".join(rng.choice("abcde") for _ in range(rng.randint(2, 7))))
     return "word,spelled\n" + "".join(f"{w},{' '.join(names[c] for c in w)}\n" for w in sorted(words))
+
+
+def terminal_popen(command: list[str], **kwargs) -> subprocess.Popen:
+    """``subprocess.Popen(command, **kwargs)`` started with Ctrl-C at its default disposition, as
+    a command typed in a terminal starts: a child inherits an ignored SIGINT (SIG_IGN survives
+    exec), and the test process may be ignoring it at that moment."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return subprocess.Popen(command, **kwargs)
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -16,7 +16,7 @@ import psutil
 import pytest
 import torch
 import yaml
-from _flowkit import KNOWN_DATES, TINY, assert_one_line_error, client_for, point_at
+from _flowkit import KNOWN_DATES, TINY, assert_one_line_error, client_for, point_at, terminal_popen
 
 from attnlab.flows import steps as tasks
 from attnlab.flows.cli import app as cli
@@ -343,7 +343,7 @@ def test_ctrl_c_in_a_terminal_ends_the_run_killed(tmp_path):
     for name in ("MLFLOW_TRACKING_URI", "PREFECT_API_URL"):
         env.pop(name, None)
     options = [f"-o{key}={value}" for key, value in {**TINY, "epochs": 500, "target_exact_match": "null"}.items()]
-    process = subprocess.Popen(
+    process = terminal_popen(
         [_console_script(), "train", *options], env=env, start_new_session=True,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip

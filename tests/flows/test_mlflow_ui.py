@@ -19,7 +19,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from _flowkit import client_for
+from _flowkit import client_for, terminal_popen
 
 from attnlab.flows.tracking import mlflow_ui
 from attnlab.flows.tracking import runs as tracking
@@ -105,7 +105,7 @@ def test_the_printed_link_opens_the_runs_table_with_attnlabs_columns_in_chromium
     client.set_terminated(run)
     port = _free_port()
     script = Path(sys.executable).with_name("attnlab")
-    server = subprocess.Popen([str(script), "ui", "--port", str(port)], stderr=subprocess.PIPE, text=True, start_new_session=True)
+    server = terminal_popen([str(script), "ui", "--port", str(port)], stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         line = ""
         while not line.strip().startswith("attnlab-date:"):  # after the address, progress and the experiments list
