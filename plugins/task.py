@@ -48,7 +48,7 @@ from collections.abc import Collection
 from typing import Any, NamedTuple
 
 from attnlab.plugins.options import Configurable, reject_unknown
-from attnlab.plugins.tokens import alphabet_tokens, split_tokens
+from attnlab.plugins.tokens import alphabet_tokens, split_tokens, unit_name
 
 #: For each target token, the source token positions it comes from (empty: from none).
 Alignment = tuple[tuple[int, ...], ...]
@@ -136,7 +136,7 @@ class Task(Configurable):
         overrides it and calls ``super().check_source(text)`` first.
         """
         tokens = self.source_tokens(text)
-        unit = "characters" if self.source_tokenization == "characters" else "tokens"
+        unit = unit_name(self.source_tokenization)
         if not tokens:
             return f"is no source: the source is empty; give at least one {unit[:-1]}"
         longest = self.max_source_length

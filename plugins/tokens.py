@@ -31,6 +31,11 @@ def join_tokens(tokens: Iterable[str], tokenization: str = "characters") -> str:
     return ("" if tokenization == "characters" else " ").join(tokens)
 
 
+def unit_name(tokenization: str = "characters") -> str:
+    """What a message calls the tokens of a side: ``"characters"`` or ``"tokens"``."""
+    return "characters" if tokenization == "characters" else "tokens"
+
+
 def alphabet_tokens(alphabet: str | Iterable[str], tokenization: str = "characters") -> tuple[str, ...]:
     """The distinct tokens an alphabet declares, sorted: a string is cut by ``tokenization``
     (``"abc"`` or ``"AA AE AH"``); any other iterable lists the tokens themselves."""

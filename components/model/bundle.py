@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from attnlab.lab.config import ExperimentConfig
 from attnlab.lab.errors import UserError
+from attnlab.plugins.tokens import unit_name
 
 if TYPE_CHECKING:
     import torch
@@ -204,7 +205,7 @@ def _vocab_mismatch(folder: Path, model: Seq2Seq, expected: Shapes, saved: Shape
     if not all(key in follows for key in differing):
         return None
     trained = {follows[(name, i)]: saved[name][i] - SPECIAL_COUNT for name, i in differing}
-    listed = {side: (len(vocab.tokens), "characters" if vocab.tokenization == "characters" else "tokens")
+    listed = {side: (len(vocab.tokens), unit_name(vocab.tokenization))
               for side, vocab in (("source", source), ("target", target))}  # fmt: skip
     sides = "; ".join(
         f"it lists {listed[side][0]} {side} {listed[side][1]}, the weights were trained with {count}"

@@ -11,6 +11,7 @@ from attnlab.model.assembly import Seq2Seq, build_task
 from attnlab.model.decode import Decoded, beam_search, default_max_length, greedy_decode
 from attnlab.plugins import Task
 from attnlab.plugins.task import shown
+from attnlab.plugins.tokens import unit_name
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ def source_issue(text: str, task: Task, model: Seq2Seq, longest: int | None = No
     ``test_task``: the task of ``test_task_options``, see :func:`attnlab.data.sources.source_problem`.
     """
     length = len(model.src_vocab.split(text))
-    unit = "characters" if model.src_vocab.tokenization == "characters" else "tokens"
+    unit = unit_name(model.src_vocab.tokenization)
     if longest is not None and length > longest:
         return f"{shown(text)} has {length} {unit}; this model's task has sources of at most {longest}"
     problem = source_problem(text, task, test_task)

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from attnlab.plugins import Example, Task
+from attnlab.plugins.tokens import unit_name
 
 #: Decimal places the score difference is rounded to before it is compared with the margin.
 PRECISION = 9
@@ -111,7 +112,7 @@ def incomparable_reason(
             what = f"character(s) {''.join(missing)!r}" if tokenization == "characters" else f"token(s) {' '.join(missing)!r}"
             return f"the benchmark's {side}s use {what} outside this model's vocabulary"
     longest = max(len(seq) for seq in sources)
-    unit = "characters" if test_task.source_tokenization == "characters" else "tokens"
+    unit = unit_name(test_task.source_tokenization)
     if longest > test_task.max_source_length:
         return (
             f"the benchmark has sources of up to {longest} {unit}; this config's task options "

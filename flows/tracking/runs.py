@@ -181,8 +181,9 @@ def log_dataset(client: MlflowClient, run_id: str, config: ExperimentConfig, spl
     task = build_task(config)
     inputs.extend(source_file_input(task))
     client.log_inputs(run_id, datasets=inputs)
-    if task.data_version() is not None:  # what a scheduled retrain compares (attnlab.ops.data_change)
-        client.set_tag(run_id, DATA_VERSION_TAG, task.data_version())
+    version = task.data_version()
+    if version is not None:  # what a scheduled retrain compares (attnlab.ops.data_change)
+        client.set_tag(run_id, DATA_VERSION_TAG, version)
     text = frame.to_csv(index=False)
     if shared_with is None:
         client.log_text(run_id, text, "data/splits.csv")
