@@ -8,6 +8,7 @@ predicates :func:`answers_late` and :func:`transient` are the two questions call
 from __future__ import annotations
 
 import enum
+import re
 import time
 from collections.abc import Callable, Iterator
 from typing import TypeVar
@@ -77,7 +78,10 @@ class Failure(enum.Enum):
 
 #: Text of a failure from a store that answers late (retried) rather than not at all.
 LATE_SIGNS = ("timed out", "Read timed out", "database is locked", "too many 5", "TEMPORARILY_UNAVAILABLE",
-              "503", "502", "504", "429", "Connection reset", "RemoteDisconnected")  # fmt: skip
+              "Connection reset", "RemoteDisconnected")  # fmt: skip
+#: HTTP statuses of a busy server, as whole numbers: not digits of a port or an address
+#: (``http://127.0.0.1:50329`` holds "503" but is no answer at all).
+LATE_STATUSES = re.compile(r"(?<![\d.:])(?:429|502|503|504)(?!\d)")
 #: MLflow error codes that ask to try again.
 BUSY_CODES = frozenset({"INTERNAL_ERROR", "TEMPORARILY_UNAVAILABLE", "REQUEST_LIMIT_EXCEEDED", "ABORTED"})
 #: Libraries whose every error is the network's or the database connection's.
@@ -91,7 +95,8 @@ def classify(exc: BaseException) -> Failure:
         return Failure.MISTAKE
     if out_of_space(exc):
         return Failure.FULL_DISK
-    if any(sign in f"{type(exc).__name__}: {exc}" for sign in LATE_SIGNS):
+    text = f"{type(exc).__name__}: {exc}"
+    if any(sign in text for sign in LATE_SIGNS) or LATE_STATUSES.search(text):
         return Failure.LATE
     code = getattr(exc, "error_code", None)
     if isinstance(code, str):

@@ -126,3 +126,19 @@ def test_runs_sharing_a_machine_get_an_equal_share_of_its_cores():
     assert thread_share(1, cores=8) == 8
     assert thread_share(3, cores=8) == 2
     assert thread_share(5, cores=2) == 1
+
+
+@pytest.mark.parametrize("port", [50329, 50277, 5042, 4290])
+def test_a_refused_connection_is_not_late_whatever_digits_its_port_holds(port):
+    # The port of an absent server once read as a busy server's "503" / "502": retried for 24 s.
+    exc = ConnectionError(f"HTTPConnectionPool(host='127.0.0.1', port={port}): Max retries exceeded with url: "
+                          f"http://127.0.0.1:{port}/api/2.0/mlflow/experiments/search (Caused by NewConnectionError: "
+                          "[Errno 111] Connection refused)")  # fmt: skip
+    assert classify(exc) is Failure.NETWORK
+
+
+@pytest.mark.parametrize(
+    "text", ["503 Server Error: Service Unavailable for url: http://host/api", "HTTP 429 Too Many Requests", "status 502"]
+)
+def test_a_busy_servers_status_is_late(text):
+    assert classify(RuntimeError(text)) is Failure.LATE
