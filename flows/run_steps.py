@@ -75,9 +75,8 @@ def run_steps(
         attention = tasks.plot_attention(trained.bundle, plotted.sources, plotted.targets, workdir / "attention", data, plotted.golds)
         plots = tasks.plot_alignment_offsets(evaluation.alignment_offsets, workdir / "plots")
     with section("explorer"):
-        greedy = evaluation.predictions["correct"].tolist() if config.beam_size == 1 else None  # else decoded again
         explored = tasks.explore_attention(
-            run_id, trained.bundle, data, evaluation.metrics, trained.snapshots, attention, plan.compare, greedy
+            run_id, trained.bundle, data, evaluation.metrics, trained.snapshots, attention, plan.compare, evaluation.greedy_correct
         )
     with section("log"):
         tasks.log_results(run_id, evaluation, attention, trained_metrics(trained), plots)

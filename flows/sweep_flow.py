@@ -14,27 +14,23 @@ import logging
 import queue
 import shutil
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
-from attnlab.data.datasets import load_splits
-from attnlab.data.examples import gold_alignments, pick_probe
 from attnlab.evaluation.compare import Grid, grid_configs
 from attnlab.flows import sweep_parent
 from attnlab.flows.flow_runs import ending_status, is_interrupt
-from attnlab.flows.steps import dataset
+from attnlab.flows.sweep_inputs import shared_inputs
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking import store
 from attnlab.flows.tracking.sweep_reruns import child_runs, settle_children
+from attnlab.flows.tracking.sweep_resume import job_keys, record_finished, reused_outcomes
 from attnlab.lab.config import ExperimentConfig
 from attnlab.lab.names import experiment_name
 from attnlab.lab.summaries import finish_line
-from attnlab.model.assembly import build_task
-from attnlab.viz.explorer_data import sweep_examples
 from mlflow import MlflowClient
 
 #: One line per finished combination goes to this logger.
@@ -54,9 +50,11 @@ def train_combination(
     compare: list[str] | None = None,
     probe_gold: list[list[int]] | None = None,
     example_plots: bool = False,
+    key: str | None = None,
 ) -> dict[str, Any]:
     """Train one combination (the train flow, as a subflow; logged, its model logged when
-    ``log_models``, registered and promoted by the one rule when ``register_models``); its summary.
+    ``log_models``, registered and promoted by the one rule when ``register_models``); its summary,
+    also kept with the run under its ``key`` for a resumed sweep (:mod:`attnlab.ops.sweep_resume`).
 
     ``threads`` caps torch's threads in this worker (None: torch's default); ``compare`` are the
     sources of the sweep's explorer page, whose views the summary returns (``compared``);
@@ -72,7 +70,7 @@ def train_combination(
 
         torch.set_num_threads(threads)
     child = train_flow.with_options(flow_run_name=name)
-    return child(
+    summary = child(
         config=config,
         experiment=experiment,
         register_model=register_models,
@@ -84,6 +82,9 @@ def train_combination(
         log_model=log_models,
         example_plots=example_plots,
     )
+    if key is not None:
+        record_finished(MlflowClient(), summary["run_id"], key, summary)
+    return summary
 
 
 def _outcome(future, label: str, config: ExperimentConfig) -> dict[str, Any]:
@@ -122,7 +123,7 @@ def _run_all(
     compares: dict[str, list[str]] | None = None,
     example_plots: bool = False,
 ) -> list[dict[str, Any]]:
-    """Submit ``jobs`` [(label, config)], at most ``max_parallel`` at once; the outcomes in job
+    """Submit ``jobs`` [(label, config, key)], at most ``max_parallel`` at once; the outcomes in job
     order. Each outcome is reported as it comes, and the runs in progress every
     ``report_every`` seconds. ``probes``: task -> ``([source, target], its gold alignment)``;
     ``compares``: task -> the sources of the sweep's explorer page."""
@@ -133,12 +134,12 @@ def _run_all(
     outcomes: dict[int, dict[str, Any]] = {}
     while pending or running:
         while pending and len(running) < max_parallel:
-            index, (label, config) = pending.pop(0)
+            index, (label, config, key) = pending.pop(0)
             name = f"{label.replace('/', '-')}-seed{config.seed}"
             probe, probe_gold = probes.get(config.task, (None, None))
             future = train_combination.with_options(task_run_name=f"train-{name}").submit(
                 config, experiment, parent_run_id, probe, threads, name, register_models, log_models,
-                compare=(compares or {}).get(config.task), probe_gold=probe_gold, example_plots=example_plots,
+                compare=(compares or {}).get(config.task), probe_gold=probe_gold, example_plots=example_plots, key=key,
             )  # fmt: skip
             running[future] = (index, label, config)
             future.add_done_callback(finished.put)
@@ -188,6 +189,7 @@ def sweep_flow(
     register_models: bool = False,
     log_models: bool = False,
     example_plots: bool = False,
+    resume: bool = False,
 ) -> dict[str, Any]:
     """Run the sweep; its summary (JSON-ready): parent run, comparison table, runs, plots and,
     when ``register_models``, each registered run's promotion decision (``promotions``).
@@ -196,22 +198,28 @@ def sweep_flow(
     inclusive source-length ranges whose exact match is tabulated (e.g. ``[(21, 40)]``). Runs log
     their model only when ``log_models`` or ``register_models`` (a model is 0.9 MB at the default
     size and 2-3 s of logging per run), and draw the heatmaps of their picked test examples only
-    when ``example_plots`` (each draws its probe's; 0.2-0.3 s a figure).
+    when ``example_plots`` (each draws its probe's; 0.2-0.3 s a figure). With ``resume``, a run
+    whose config and data a finished run of an earlier sweep in the experiment had is not trained
+    again: that run's outcome is compared (``reused`` counts them).
     """
     grid_ = Grid({dim: tuple(values) for dim, values in grid.items()}, tuple(seeds))
     bands = [tuple(band) for band in bands or []]
     experiment = experiment or experiment_name(base.task if len(grid_.values.get("task", ())) <= 1 else "sweeps")
     configs = grid_configs(base, grid_)
-    jobs = [(grid_.label(config), config) for config in configs]
-    labels = list(dict.fromkeys(label for label, _ in jobs))
+    jobs = [(grid_.label(config), config, key) for config, key in zip(configs, job_keys(configs))]
+    labels = list(dict.fromkeys(label for label, _, _ in jobs))
     store.check_store(store.use_store())
     client = MlflowClient()
     parent_run_id = sweep_parent.start_parent(client, experiment, base, grid_, bands)
     workdir = Path(tempfile.mkdtemp(prefix="attnlab-sweep-"))
     try:
         shown = shared_inputs(configs)
-        results = _run_all(jobs, experiment, parent_run_id, shown.probes, threads, max(1, max_parallel), register_models, log_models,
-                           compares=shown.compares, example_plots=example_plots)  # fmt: skip
+        reused = reused_outcomes(client, experiment, jobs) if resume else {}
+        sweep_parent.note_reused(client, parent_run_id, len(reused), len(jobs))
+        todo = [index for index in range(len(jobs)) if index not in reused]
+        trained = _run_all([jobs[i] for i in todo], experiment, parent_run_id, shown.probes, threads, max(1, max_parallel), register_models,
+                           log_models, compares=shown.compares, example_plots=example_plots)  # fmt: skip
+        results = [{**reused, **dict(zip(todo, trained))}[index] for index in range(len(jobs))]
         settle_children(client, parent_run_id)  # a lost worker's run ends FAILED, its rerun linked
         comparison = sweep_parent.log_comparison(client, parent_run_id, results, labels, bands, shown.train_max, workdir)
         # After log_comparison, which uploads all of workdir as plots/.
@@ -235,40 +243,10 @@ def sweep_flow(
         "combinations": len(labels),
         "run_count": len(results),
         "failed": failed,
+        "reused": sum(bool(result.get("reused")) for result in results),
         **comparison,
         "promotions": [_promotion(result) for result in results if result["status"] == "FINISHED" and register_models],
     }
-
-
-@dataclass(frozen=True)
-class SharedInputs:
-    """What every run of a task is shown, drawn from the data of its first config's seed
-    (``data_seeds``): the probe ``([source, target], its gold alignment)`` each run plots first,
-    the longest training source (``train_max``), the test examples of the parent's explorer page
-    (``shared``) and their sources (``compares``); each by task."""
-
-    probes: dict[str, tuple[list[str], Any]]
-    train_max: dict[str, int]
-    shared: dict[str, list[Any]]
-    compares: dict[str, list[str]]
-    data_seeds: dict[str, int]
-
-
-def shared_inputs(configs: list[ExperimentConfig]) -> SharedInputs:
-    """The :class:`SharedInputs` of a sweep's ``configs``."""
-    first = {c.task: c for c in configs}
-    data = {config.task: (config.seed, load_splits(dataset(config))) for config in first.values()}
-    tasks = {name: build_task(config) for name, config in first.items()}
-    picked = {name: pick_probe(splits, lambda text, task=tasks[name]: len(task.source_tokens(text))) for name, (_, splits) in data.items()}
-    probes = {name: (probe, gold_alignments(data[name][1].test, [probe[0]], [probe[1]])[0]) for name, (probe, _) in picked.items()}
-    shared = {name: sweep_examples(splits.test, probes[name][0]) for name, (_, splits) in data.items()}
-    return SharedInputs(
-        probes,
-        {name: longest for name, (_, longest) in picked.items()},
-        shared,
-        {name: [example.source for example in examples] for name, examples in shared.items()},
-        {name: seed for name, (seed, _) in data.items()},
-    )
 
 
 def _abandon(client: MlflowClient, parent_run_id: str, exc: BaseException) -> None:

@@ -7,6 +7,7 @@ figures (``plots/``), and the explorer page of every finished run on the same in
 from __future__ import annotations
 
 import json
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,19 @@ def start_parent(client: MlflowClient, experiment: str, base: ExperimentConfig, 
     fixed = {k: v for k, v in tracking.config_params(base).items() if k not in swept and k != "seed"}
     client.log_batch(run_id, params=[Param(k, v) for k, v in {**params, **fixed}.items()])
     return run_id
+
+
+def note_reused(client: MlflowClient, parent_run_id: str, reused: int, total: int) -> None:
+    """Say (param ``reused_runs`` and a progress line) how many of the sweep's ``total`` runs a
+    resumed sweep takes from earlier sweeps instead of training them; nothing when none."""
+    if reused:
+        client.log_param(parent_run_id, "reused_runs", f"{reused} of {total}")
+        logging.getLogger("attnlab.sweep").info(
+            "resumed: %d of %d runs already finished in earlier sweeps (reused, not trained again); training %d",
+            reused,
+            total,
+            total - reused,
+        )
 
 
 def log_comparison(

@@ -20,12 +20,14 @@ from prefect import flow
 from attnlab.evaluation.benchmark import DEFAULT_SIZE
 from attnlab.flows import steps as tasks
 from attnlab.flows.flow_runs import flow_run_tags
+from attnlab.flows.resume_run import reopen_run
 from attnlab.flows.run_closing import tracked_run
 from attnlab.flows.run_steps import Plan, Promotion, run_steps
 from attnlab.flows.tracking import store
 from attnlab.lab.config import ExperimentConfig
 from attnlab.lab.names import experiment_name
 from attnlab.training.timing import Stopwatch
+from mlflow import MlflowClient
 
 
 @flow(
@@ -46,6 +48,7 @@ def train_flow(
     compare: list[str] | None = None,
     log_model: bool = True,
     example_plots: bool = True,
+    resume_run_id: str | None = None,
 ) -> dict[str, Any]:
     """Run one experiment end to end and return its summary (JSON-ready).
 
@@ -63,13 +66,19 @@ def train_flow(
     registered: the run keeps its metrics, tables and figures; ``model.uri`` is then None.
     ``example_plots=False`` (a sweep run by default) draws the probe's heatmap only, not those of
     the test examples picked by :func:`attnlab.data.examples.pick_examples` (``explorer.html`` shows
-    every test example's attention either way).
+    every test example's attention either way). ``resume_run_id`` continues that stopped run
+    (``config`` must be its own) from its checkpoint after its last finished epoch
+    (:mod:`attnlab.flows.resume_run`) instead of starting a new run.
     """
     experiment = experiment or experiment_name(config.task)
     tags = {**flow_run_tags(), **({"mlflow.parentRunId": parent_run_id} if parent_run_id else {})}
     watch = Stopwatch()
     with watch("start_run"):
-        run_id = tasks.start_run(config, experiment, tags)
+        if resume_run_id is None:
+            run_id = tasks.start_run(config, experiment, tags)
+        else:
+            store.use_store()
+            run_id = reopen_run(MlflowClient(), resume_run_id, tags)
     how = Promotion(margin, benchmark_size, experiment, command) if register_model and promote else None
     plan = Plan(register_model, how, probe, probe_gold, compare, log_model, parent_run_id, example_plots)
     summary = tracked_run(run_id, lambda workdir, artifacts: run_steps(config, run_id, workdir, watch, plan, artifacts))

@@ -31,8 +31,15 @@ ATTENTION_METRICS = (
     "erasure_flip_top", "erasure_flip_random", "erasure_flip_gold",
     "erasure_drop_top", "erasure_drop_random", "erasure_drop_gold",
 )  # fmt: skip
+#: Greedy decoding's output metrics of runs evaluated by beam search (``test_greedy_*``), beside
+#: the beam's; a block of :func:`format_table` of their own.
+GREEDY_METRICS = ("greedy_exact_match", "greedy_token_error_rate", "greedy_sequence_error_rate")
 #: Blocks of :func:`format_table` after the main one: title, metric prefix (dropped in headers).
-BLOCKS = (("alignment", "alignment_"), ("erasure (teacher-forced)", "erasure_"))
+BLOCKS = (
+    ("greedy decoding (the runs above used beam search)", "greedy_"),
+    ("alignment", "alignment_"),
+    ("erasure (teacher-forced)", "erasure_"),
+)
 
 
 @dataclass(frozen=True)
@@ -88,10 +95,10 @@ def run_rows(results: Iterable[dict[str, Any]], bands: Sequence[tuple[int, int]]
             value = metrics.get(f"test_{name}", summary.get(name))
             row[name] = float(value) if value is not None else float("nan")
         row.update(length_bands(summary.get("by_length", []), bands))
-        for name in ATTENTION_METRICS:
+        for name in (*GREEDY_METRICS, *ATTENTION_METRICS):
             row[name] = float(metrics.get(f"test_{name}", float("nan")))
         rows.append(row)
-    columns = ["label", "seed", "status", "run_id", "error", *METRICS, *band_names, *ATTENTION_METRICS]
+    columns = ["label", "seed", "status", "run_id", "error", *METRICS, *band_names, *GREEDY_METRICS, *ATTENTION_METRICS]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -141,13 +148,15 @@ def _shown(table: pd.DataFrame, metrics: Sequence[str], prefix: str = "") -> pd.
 
 def format_table(table: pd.DataFrame) -> str:
     """The comparison table as text: ``mean +- std`` per metric, failures named. The metrics of
-    :data:`ATTENTION_METRICS` follow in one block per :data:`BLOCKS` entry (left out when no
-    combination has a value: scorers that do not attend, tasks without alignments)."""
+    :data:`GREEDY_METRICS` and :data:`ATTENTION_METRICS` follow in one block per :data:`BLOCKS`
+    entry (left out when no combination has a value: greedy runs, scorers that do not attend,
+    tasks without alignments)."""
     metrics = [c.removesuffix("_mean") for c in table.columns if c.endswith("_mean")]
-    main = [m for m in metrics if m not in ATTENTION_METRICS]
+    blocked = (*GREEDY_METRICS, *ATTENTION_METRICS)
+    main = [m for m in metrics if m not in blocked]
     text = _shown(table, main).to_string(index=False)
     for title, prefix in BLOCKS:
-        block = [m for m in metrics if m in ATTENTION_METRICS and m.startswith(prefix)]
+        block = [m for m in metrics if m in blocked and m.startswith(prefix)]
         if block and table[[f"{m}_mean" for m in block]].notna().any().any():
             text += f"\n\n{title}:\n" + _shown(table, block, prefix).drop(columns="runs").to_string(index=False)
     failures = [f"  {row.label}: {row.failed} of {row.runs} failed: {row.error}" for row in table.itertuples() if row.failed]

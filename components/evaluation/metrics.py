@@ -31,12 +31,14 @@ class Evaluation:
     row per example (source, target, prediction, correct, source_length); alignment_offsets:
     share of aligned steps per offset (offset, steps, share; see
     :meth:`attnlab.evaluation.alignment.AlignmentTally.offset_table`), None for a scorer that does not
-    attend or a task without alignments."""
+    attend or a task without alignments; greedy_correct: greedy decoding's verdict on each row of
+    ``predictions`` (the same as ``correct`` when the evaluation was greedy)."""
 
     metrics: dict[str, float]
     per_length: pd.DataFrame
     predictions: pd.DataFrame
     alignment_offsets: pd.DataFrame | None = None
+    greedy_correct: list[bool] | None = None
 
 
 def decode_texts(
@@ -179,24 +181,15 @@ def score_exact_match(model: Seq2Seq, examples: list[Example], beam_size: int = 
     return sum(output in refs for output, refs in zip(outputs, references)) / max(len(firsts), 1)
 
 
-def evaluate(
-    model: Seq2Seq,
-    examples: list[Example],
-    beam_size: int = 1,
-    batch_size: int = 1024,
-    max_length: int | None = None,
-) -> Evaluation:
-    """Decode ``examples`` (greedy, or beam search with ``beam_size`` > 1) and compute every
-    metric, the erasure tests on a fixed sample of them (:func:`attnlab.evaluation.erasure.erasure_metrics`);
-    ``max_length`` bounds the decoding steps.
-
-    The output metrics count each distinct source once, right when it equals any of the targets
-    given for that source (:func:`with_references`); the attention metrics use every example."""
-    device = next(model.parameters()).device
-    firsts, references = with_references(examples)
-    data = encode_examples(examples, model.src_vocab, model.tgt_vocab).to(device)
-    unique = data if len(firsts) == len(examples) else encode_examples(firsts, model.src_vocab, model.tgt_vocab).to(device)
-    predictions = decode_texts(model, unique, max_length, batch_size, beam_size)
+def output_scores(
+    model: Seq2Seq, firsts: list[Example], references: list[list[str]], data: EncodedExamples,
+    max_length: int | None, batch_size: int, beam_size: int,
+) -> tuple[pd.DataFrame, dict[str, float], list[list[str]]]:  # fmt: skip
+    """Decode ``data`` (one row per distinct source, ``firsts``; ``references``: each source's
+    targets) and score the outputs: (one row per source: source, target (the closest
+    reference), prediction, correct; exact match, char accuracy, token and sequence error rate;
+    the predicted tokens)."""
+    predictions = decode_texts(model, data, max_length, batch_size, beam_size)
     split = model.tgt_vocab.split
     predicted_tokens = [split(p) for p in predictions]
     reference_tokens = [[split(t) for t in refs] for refs in references]
@@ -208,7 +201,6 @@ def evaluate(
             "target": closest,
             "prediction": predictions,
             "correct": [p in refs for p, refs in zip(predictions, references)],
-            "source_length": [len(model.src_vocab.split(ex.source)) for ex in firsts],
         }
     )
     metrics = {
@@ -217,6 +209,34 @@ def evaluate(
         "token_error_rate": token_error_rate(predicted_tokens, reference_tokens),
         "sequence_error_rate": sequence_error_rate(predicted_tokens, reference_tokens),
     }
+    return frame, metrics, predicted_tokens
+
+
+def evaluate(
+    model: Seq2Seq,
+    examples: list[Example],
+    beam_size: int = 1,
+    batch_size: int = 1024,
+    max_length: int | None = None,
+) -> Evaluation:
+    """Decode ``examples`` (greedy, or beam search with ``beam_size`` > 1) and compute every
+    metric, the erasure tests on a fixed sample of them (:func:`attnlab.evaluation.erasure.erasure_metrics`);
+    ``max_length`` bounds the decoding steps. A beam search evaluation also decodes greedily and
+    reports those output metrics as ``greedy_<name>`` (what beam search adds, side by side).
+
+    The output metrics count each distinct source once, right when it equals any of the targets
+    given for that source (:func:`with_references`); the attention metrics use every example."""
+    device = next(model.parameters()).device
+    firsts, references = with_references(examples)
+    data = encode_examples(examples, model.src_vocab, model.tgt_vocab).to(device)
+    unique = data if len(firsts) == len(examples) else encode_examples(firsts, model.src_vocab, model.tgt_vocab).to(device)
+    frame, metrics, _ = output_scores(model, firsts, references, unique, max_length, batch_size, beam_size)
+    frame["source_length"] = [len(model.src_vocab.split(ex.source)) for ex in firsts]
+    greedy_correct = frame["correct"].tolist()
+    if beam_size > 1:
+        greedy, greedy_metrics, _ = output_scores(model, firsts, references, unique, max_length, batch_size, 1)
+        metrics.update({f"greedy_{name}": value for name, value in greedy_metrics.items()})
+        greedy_correct = greedy["correct"].tolist()
     tally = AttentionTally()
     for start in range(0, len(data), batch_size):
         chunk = data.rows(slice(start, start + batch_size))
@@ -224,4 +244,5 @@ def evaluate(
         tally.add(weights, step_mask, chunk.src_mask, examples[start : start + batch_size])
     metrics.update(tally.metrics())
     metrics.update(erasure_metrics(model, examples))
-    return Evaluation(metrics, per_length_table(frame, split), frame, tally.offset_table())
+    split = model.tgt_vocab.split
+    return Evaluation(metrics, per_length_table(frame, split), frame, tally.offset_table(), greedy_correct)

@@ -110,6 +110,7 @@ def promotion_lines(summary: dict[str, Any]) -> list[str]:
 def format_sweep(summary: dict[str, Any]) -> str:
     """The comparison table of a sweep and where its results are."""
     failed = f", {summary['failed']} failed" if summary["failed"] else ""
+    failed += f", {summary['reused']} reused from earlier sweeps" if summary.get("reused") else ""
     return "\n".join(
         [
             summary["text"],

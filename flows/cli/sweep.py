@@ -116,6 +116,11 @@ def sweep(
         "--example-plots",
         help="draw each run's heatmaps of 4 test examples too (off by default: each run draws the shared probe's; its explorer.html shows every test example)",
     ),
+    resume: bool = typer.Option(
+        False,
+        "--resume",
+        help="reuse the runs an earlier sweep in the experiment finished with the same config and data; train only the rest",
+    ),
     json_output: JsonOutput = False,
     verbose: Verbose = False,
 ) -> None:
@@ -137,6 +142,7 @@ def sweep(
             register=register,
             log_models=log_models,
             example_plots=example_plots,
+            resume=resume,
         )
         if save_plots is not None:
             summary["saved_plots"] = copy_plots(summary["parent_run_id"], save_plots)
@@ -179,6 +185,7 @@ def run_sweep(
     register: bool = False,
     log_models: bool = False,
     example_plots: bool = False,
+    resume: bool = False,
 ) -> dict[str, Any]:
     """Check everything, then run the sweep flow on the chosen runner; its summary."""
     check_runner(runner, dask_address, max_parallel)
@@ -213,7 +220,7 @@ def run_sweep(
             flow = sweep_flow.with_options(task_runner=task_runner(runner, workers.parallel, dask_address))
             return flow(
                 base=base, grid=grid, seeds=seeds, experiment=experiment, max_parallel=workers.parallel, threads=workers.threads,
-                bands=bands, register_models=register, log_models=log_models, example_plots=example_plots,
+                bands=bands, register_models=register, log_models=log_models, example_plots=example_plots, resume=resume,
             )  # fmt: skip
     except KeyboardInterrupt:
         raise fail("interrupted: the sweep run and its unfinished runs ended KILLED", 130) from None

@@ -82,6 +82,12 @@ def check_start(config, experiment: str | None, device: bool = True) -> None:
 def train(
     source: ConfigSource = DEFAULT_SOURCE,
     experiment: Experiment = None,
+    resume: str | None = typer.Option(
+        None,
+        "--resume",
+        metavar="RUN_ID",
+        help="continue this stopped run (KILLED, FAILED, or cut off) from its last checkpoint, with its own config",
+    ),
     json_output: JsonOutput = False,
     verbose: Verbose = False,
 ) -> None:
@@ -105,7 +111,7 @@ def train(
     """
     quiet(verbose)
     with user_errors():
-        summary = run_training(source, experiment, verbose, json_output)
+        summary = run_training(source, experiment, verbose, json_output, resume)
     from attnlab.lab.summaries import format_summary, unusable_champion
 
     if json_output:
@@ -122,15 +128,18 @@ def run_training(
     experiment: str | None,
     verbose: bool = False,
     json_output: bool = False,
+    resume: str | None = None,
 ) -> dict[str, Any]:
-    """Validate everything a user gave, check MLflow, run the train flow; its summary with the
-    wall-time split under ``timings``. Prefect's server boots while the rest starts up. Progress
+    """Validate everything a user gave, check MLflow, run the train flow (or, with ``resume``,
+    continue that stopped run); its summary with the wall-time split under ``timings``. Prefect's server boots while the rest starts up. Progress
     goes to stderr: a bar inside epochs on a terminal, plain lines otherwise or with
     ``json_output``."""
     from attnlab.training.timing import Stopwatch
 
     watch = Stopwatch(imports=time.perf_counter() - STARTED)
     with watch("check"):
+        if resume is not None:
+            check_resume_alone(source, experiment)
         config = build_config(source.file, source.flags, source.options)  # a bad value is refused before anything starts
     with watch("prefect_start"):
         from attnlab.flows.services.prefect_server import start_in_background
@@ -143,6 +152,8 @@ def run_training(
 
         store = resolve_store()
         check_store(store)  # an unreachable server is reported before training
+        if resume is not None:
+            config, experiment = resumed_config(resume)
     with watch("imports"):
         from attnlab.flows.train_flow import train_flow  # noqa: F401  imported while Prefect boots
 
@@ -152,7 +163,7 @@ def run_training(
         if server is not None and not server.wait():
             server = None  # Prefect has an API URL of its own
     typer.echo(
-        f"training {config.scorer}/{config.encoder}/{config.decoder} on {config.task} "
+        f"{f'resuming run {resume}: ' if resume else ''}training {config.scorer}/{config.encoder}/{config.decoder} on {config.task} "
         f"({config.train_size}/{config.validation_size}/{config.test_size} examples, up to "
         f"{config.epochs} epochs); tracking: {store.tracking_uri}",
         err=True,
@@ -160,7 +171,7 @@ def run_training(
     if config.compile_loops:
         typer.echo("compile_loops: the first batches compile the GRU loops (tens of seconds)", err=True)
     with watch("flow"):
-        summary = run_flow(config, experiment, server, verbose, json_output)
+        summary = run_flow(config, experiment, server, verbose, json_output, resume)
     watch.seconds["total"] = time.perf_counter() - STARTED
     summary["ui"] = ui_hint(store)
     summary["timings"] = {
@@ -170,7 +181,27 @@ def run_training(
     return summary
 
 
-def run_flow(config, experiment: str | None, server, verbose: bool, json_output: bool) -> dict[str, Any]:
+def check_resume_alone(source: ConfigSource, experiment: str | None) -> None:
+    """UserError when ``--resume`` comes with a config or an experiment: a resumed run keeps its own."""
+    from attnlab.flows.tracking.errors import UserError
+
+    given = [f"--{key.replace('_', '-')}" for key, value in source.flags.items() if value is not None]
+    given += ["--config"] * (source.file is not None) + ["-o"] * bool(source.options) + ["--experiment"] * (experiment is not None)
+    if given:
+        raise UserError(f"--resume continues a run with its own config and experiment; leave out {', '.join(dict.fromkeys(given))}")
+
+
+def resumed_config(run_id: str) -> tuple[Any, str]:
+    """The config and experiment of the stopped run ``run_id`` (UserError when it cannot resume)."""
+    from attnlab.flows.resume_run import resumable_run
+    from attnlab.flows.tracking.store import use_store
+    from mlflow import MlflowClient
+
+    use_store()
+    return resumable_run(MlflowClient(), run_id)
+
+
+def run_flow(config, experiment: str | None, server, verbose: bool, json_output: bool, resume: str | None = None) -> dict[str, Any]:
     """The train flow's summary, its progress shown on stderr while it runs (``server``: the
     Prefect server this command started, watched meanwhile; None when there is none); one line
     and an exit status for a diverged training (1), a user's mistake (2) or an interrupt (130)."""
@@ -185,7 +216,7 @@ def run_flow(config, experiment: str | None, server, verbose: bool, json_output:
     try:
         with interrupts_quietly(), failures_quietly(verbose), without_heartbeats() if server is not None else nullcontext():
             with prefect_watch.watching(server.process if server is not None else None, verbose):
-                return train_flow(config=config, experiment=experiment)
+                return train_flow(config=config, experiment=experiment, resume_run_id=resume)
     except TrainingDiverged as exc:
         raise fail(f"training diverged: {exc}", 1) from None
     except Exception as exc:

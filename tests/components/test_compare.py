@@ -123,3 +123,16 @@ def test_attention_measures_are_columns_and_blocks_of_their_own():
     assert erasure.splitlines()[2].split() == ["none"] + ["-"] * 6
     # runs without any attention measure (every scorer 'none') show no such block
     assert "alignment:" not in format_table(comparison_table(run_rows(results[1:]), ["none"]))
+
+
+def test_greedy_metrics_of_beam_runs_are_a_block_of_their_own_and_absent_for_greedy_runs():
+    beam = _summary(0.8, [])
+    beam["metrics"].update({"test_greedy_exact_match": 0.7, "test_greedy_token_error_rate": 0.12, "test_greedy_sequence_error_rate": 0.3})
+    results = [{"label": "additive", "seed": 0, "status": "FINISHED", "summary": beam}]
+    text = format_table(comparison_table(run_rows(results), ["additive"]))
+    main, greedy = text.split("\n\ngreedy decoding (the runs above used beam search):\n")
+    assert "greedy" not in main.splitlines()[0]
+    assert greedy.splitlines()[0].split() == ["combination", "em", "token_error_rate", "sequence_error_rate"]
+    assert greedy.splitlines()[1].split() == ["additive", "0.700", "+-", "0.000", "0.120", "+-", "0.000", "0.300", "+-", "0.000"]
+    greedy_only = [{"label": "additive", "seed": 0, "status": "FINISHED", "summary": _summary(0.8, [])}]
+    assert "greedy decoding" not in format_table(comparison_table(run_rows(greedy_only), ["additive"]))

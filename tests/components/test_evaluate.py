@@ -126,7 +126,15 @@ def test_beam_search_is_at_least_as_likely_as_greedy(trained):
         assert torch.all(log_prob(pad(beam4)) >= log_prob(pad(greedy)) - 1e-4)
     beam_texts = [model.tgt_vocab.decode(row) for row in beam4.tolist()]
     expected = sum(text == ex.target for text, ex in zip(beam_texts, examples)) / len(examples)
-    assert evaluate(model, examples, beam_size=4).metrics["exact_match"] == expected
+    beam_evaluation = evaluate(model, examples, beam_size=4)
+    assert beam_evaluation.metrics["exact_match"] == expected
+    # a beam evaluation reports greedy decoding's output metrics beside its own, and its verdicts
+    greedy_evaluation = evaluate(model, examples)
+    for name in ("exact_match", "char_accuracy", "token_error_rate", "sequence_error_rate"):
+        assert beam_evaluation.metrics[f"greedy_{name}"] == greedy_evaluation.metrics[name]
+        assert f"greedy_{name}" not in greedy_evaluation.metrics
+    assert beam_evaluation.greedy_correct == greedy_evaluation.predictions["correct"].tolist()
+    assert greedy_evaluation.greedy_correct == greedy_evaluation.predictions["correct"].tolist()
 
 
 @pytest.mark.slow

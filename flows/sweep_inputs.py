@@ -1,0 +1,46 @@
+"""What every run of a sweep is shown, drawn once from the data of each task's first config: the
+probe each run plots first, the longest training source, and the examples of the parent's explorer
+page."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from attnlab.data.datasets import load_splits
+from attnlab.data.examples import gold_alignments, pick_probe
+from attnlab.flows.steps import dataset
+from attnlab.lab.config import ExperimentConfig
+from attnlab.model.assembly import build_task
+from attnlab.viz.explorer_data import sweep_examples
+
+
+@dataclass(frozen=True)
+class SharedInputs:
+    """What every run of a task is shown, drawn from the data of its first config's seed
+    (``data_seeds``): the probe ``([source, target], its gold alignment)`` each run plots first,
+    the longest training source (``train_max``), the test examples of the parent's explorer page
+    (``shared``) and their sources (``compares``); each by task."""
+
+    probes: dict[str, tuple[list[str], Any]]
+    train_max: dict[str, int]
+    shared: dict[str, list[Any]]
+    compares: dict[str, list[str]]
+    data_seeds: dict[str, int]
+
+
+def shared_inputs(configs: list[ExperimentConfig]) -> SharedInputs:
+    """The :class:`SharedInputs` of a sweep's ``configs``."""
+    first = {c.task: c for c in configs}
+    data = {config.task: (config.seed, load_splits(dataset(config))) for config in first.values()}
+    tasks = {name: build_task(config) for name, config in first.items()}
+    picked = {name: pick_probe(splits, lambda text, task=tasks[name]: len(task.source_tokens(text))) for name, (_, splits) in data.items()}
+    probes = {name: (probe, gold_alignments(data[name][1].test, [probe[0]], [probe[1]])[0]) for name, (probe, _) in picked.items()}
+    shared = {name: sweep_examples(splits.test, probes[name][0]) for name, (_, splits) in data.items()}
+    return SharedInputs(
+        probes,
+        {name: longest for name, (_, longest) in picked.items()},
+        shared,
+        {name: [example.source for example in examples] for name, examples in shared.items()},
+        {name: seed for name, (seed, _) in data.items()},
+    )
