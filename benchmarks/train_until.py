@@ -3,6 +3,9 @@ benchmarks (bench_training.py, bench_time_to_accuracy.py) make."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from attnlab.data.splits import Splits, encode_examples
 from attnlab.evaluation.metrics import decode_texts, exact_match
 from attnlab.lab.config import ExperimentConfig
@@ -14,10 +17,13 @@ class _Reached(Exception):
     pass
 
 
-def train_until(model, splits: Splits, config: ExperimentConfig, test: list[Example], target: float) -> dict:
+def train_until(
+    model, splits: Splits, config: ExperimentConfig, test: list[Example], target: float, score: Callable[[Any], float] | None = None
+) -> dict:
     """Train ``model`` on ``splits`` under ``config``, scoring greedy exact match on ``test`` after
-    every epoch, until it reaches ``target`` or the epochs run out: ``train`` (optimisation
-    seconds), ``wall`` (epoch seconds, validation included), ``epoch``, ``score``, ``reached``."""
+    every epoch (or ``score(model)``, higher is better), until it reaches ``target`` or the epochs
+    run out: ``train`` (optimisation seconds), ``wall`` (epoch seconds, validation included),
+    ``epoch``, ``score``, ``reached``."""
     encode = lambda examples: encode_examples(examples, model.src_vocab, model.tgt_vocab)  # noqa: E731
     test_data, targets = encode(test), [ex.target for ex in test]
     seen = {"train": 0.0, "wall": 0.0, "epoch": 0, "score": 0.0}
@@ -27,7 +33,7 @@ def train_until(model, splits: Splits, config: ExperimentConfig, test: list[Exam
         seen["wall"] += metrics["seconds"]
         seen["epoch"] = int(metrics["epoch"])
         model.eval()
-        seen["score"] = exact_match(decode_texts(model, test_data), targets)
+        seen["score"] = score(model) if score is not None else exact_match(decode_texts(model, test_data), targets)
         if seen["score"] >= target:
             raise _Reached
 

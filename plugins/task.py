@@ -115,6 +115,13 @@ class Task(Configurable):
         depend on the seed."""
         return None
 
+    def held_out(self) -> dict[str, list[Example]]:
+        """A corpus task's own validation and/or test examples (``"validation"``, ``"test"``: e.g.
+        files the user gave for them), or {} (the default) to cut every split from
+        :meth:`corpus`. A held-out split takes its first sources in the order given; the sources
+        it holds are left out of the others."""
+        return {}
+
     def data_version(self) -> str | None:
         """A digest of the data a corpus task read (a file's sha256), or None (the default): the
         data cache and scheduled retraining tell an unchanged file from a changed one by it."""

@@ -103,25 +103,48 @@ def key_order(key: str) -> str:
 def corpus_splits(task: Task, corpus: list[Example], sizes: tuple[int, int, int]) -> Splits:
     """Splits of a fixed corpus by the hash order of the keys (:func:`key_order`): the first
     ``test`` keys are the test split, the next ``validation`` keys the validation split, the next
-    ``train`` keys the training split; every example of a key goes with it, in corpus order.
+    ``train`` keys the training split; every example of a key goes with it, in corpus order. A
+    split the task holds out (:meth:`~attnlab.plugins.Task.held_out`) is instead the first keys
+    of its own examples, in their order, and all its keys are left out of the corpus.
 
     The test split does not depend on the seed; a key never lands in two splits. Raises
-    ValueError when the corpus has fewer keys than the sizes ask for.
+    ValueError when the corpus (or a held-out split) has fewer keys than the sizes ask for.
     """
+    n_train, n_val, n_test = sizes
+    wanted = {"test": n_test, "validation": n_val, "train": n_train}
+    picked: dict[str, list[Example]] = {}
+    held_out = task.held_out()
+    for name, examples in held_out.items():
+        picked[name] = _first_keys(task, examples, wanted[name], f"the {name} data of task {type(task).__name__}")
+    taken = {task.key(ex) for examples in held_out.values() for ex in examples}  # all of them, used or not
     by_key: dict[str, list[Example]] = {}
     for example in corpus:
-        by_key.setdefault(task.key(example), []).append(example)
-    n_train, n_val, n_test = sizes
-    if n_train + n_val + n_test > len(by_key):
+        if task.key(example) not in taken:
+            by_key.setdefault(task.key(example), []).append(example)
+    cut = [name for name in ("test", "validation", "train") if name not in picked]
+    needed = sum(wanted[name] for name in cut)
+    if needed > len(by_key):
+        names = " + ".join(cut)
         raise ValueError(
-            f"train + validation + test = {n_train + n_val + n_test} sources, but task {type(task).__name__} has only "
-            f"{len(by_key)} distinct sources; ask for at most {len(by_key)}"
+            f"{names} = {needed} sources, but task {type(task).__name__} has only {len(by_key)} distinct sources"
+            f"{' besides its held-out splits' if taken else ''}; ask for at most {len(by_key)}"
         )
-    ordered = sorted(by_key, key=key_order)
-    bounds = {"test": (0, n_test), "validation": (n_test, n_test + n_val), "train": (n_test + n_val, n_test + n_val + n_train)}
-    chosen = {name: {key for key in ordered[start:end]} for name, (start, end) in bounds.items()}
-    picked = {name: [ex for key in by_key if key in keys for ex in by_key[key]] for name, keys in chosen.items()}
+    ordered, start = sorted(by_key, key=key_order), 0
+    for name in cut:
+        keys = set(ordered[start : start + wanted[name]])
+        picked[name] = [ex for key in by_key if key in keys for ex in by_key[key]]
+        start += wanted[name]
     return Splits(picked["train"], picked["validation"], picked["test"])
+
+
+def _first_keys(task: Task, examples: list[Example], count: int, what: str) -> list[Example]:
+    """Every example of the first ``count`` keys of ``examples``, in their order; ValueError
+    when there are fewer keys."""
+    keys = list(dict.fromkeys(task.key(ex) for ex in examples))
+    if count > len(keys):
+        raise ValueError(f"{what} has only {len(keys)} distinct sources, fewer than the {count} asked for; ask for at most {len(keys)}")
+    chosen = set(keys[:count])
+    return [ex for ex in examples if task.key(ex) in chosen]
 
 
 @dataclass(frozen=True)

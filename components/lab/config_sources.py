@@ -125,13 +125,22 @@ def build_config(
         raise UserError(validation_message(exc, sources)) from None
 
 
+#: Task options that name a data file (the pairs task's).
+PATH_OPTIONS = ("path", "validation_path", "test_path")
+
+
 def with_absolute_paths(data: dict[str, Any]) -> dict[str, Any]:
-    """``data`` with a task option named ``path`` (a data file, as the pairs task's) made
-    absolute against the working directory: a model trained here then finds its file from
+    """``data`` with the task options of :data:`PATH_OPTIONS` (data files, as the pairs task's)
+    made absolute against the working directory: a model trained here then finds its files from
     anywhere (predict, the served model, a scheduled retrain)."""
     out = dict(data)
     for key in ("task_options", "test_task_options"):
         options = out.get(key)
-        if isinstance(options, dict) and isinstance(options.get("path"), str) and options["path"]:
-            out[key] = {**options, "path": str(Path(options["path"]).expanduser().absolute())}
+        if isinstance(options, dict):
+            made = {
+                name: str(Path(options[name]).expanduser().absolute())
+                for name in PATH_OPTIONS
+                if isinstance(options.get(name), str) and options[name]
+            }
+            out[key] = {**options, **made}
     return out

@@ -149,13 +149,16 @@ DATA_VERSION_TAG = "attnlab.data_version"
 
 
 def source_file_input(task: Task) -> list[DatasetInput]:
-    """The file a task read its data from (the pairs task's ``path``) as an MLflow dataset input
-    named by the file and carrying its sha256 (context ``source``); none for a task without one."""
-    path, version = getattr(task, "path", None), task.data_version()
-    if path is None or version is None:
-        return []
-    dataset = Dataset(name=Path(path).name, digest=version[:36], source_type="local", source=json.dumps({"uri": Path(path).as_uri()}))
-    return [DatasetInput(dataset, [InputTag("mlflow.data.context", "source")])]
+    """The files a task read its data from (the pairs task's ``files``: split -> (path, sha256))
+    as MLflow dataset inputs named by the file and carrying its sha256 (context ``source`` for the
+    training file, ``<split> source`` for a held-out split's); none for a task without files."""
+    files: dict[str, tuple[str, str]] = getattr(task, "files", None) or {}
+    inputs = []
+    for split, (path, digest) in files.items():
+        dataset = Dataset(name=Path(path).name, digest=digest[:36], source_type="local", source=json.dumps({"uri": Path(path).as_uri()}))
+        context = "source" if split == "train" else f"{split} source"
+        inputs.append(DatasetInput(dataset, [InputTag("mlflow.data.context", context)]))
+    return inputs
 
 
 def log_dataset(client: MlflowClient, run_id: str, config: ExperimentConfig, splits: Splits, shared_with: str | None = None) -> None:

@@ -4,11 +4,13 @@
 (:mod:`attnlab.plugins.builtin.pairs_file`); the columns, each side's tokenization, an optional
 alignment column and a source-length limit are options. Every mistake in the file is refused in
 one line before anything trains. A source given with several targets has several correct
-references; the splits go by a hash of the source (see :func:`attnlab.data.splits.corpus_splits`).
+references; the splits go by a hash of the source (see :func:`attnlab.data.splits.corpus_splits`),
+or come from files of their own (``validation_path``, ``test_path``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import random
 from pathlib import Path
@@ -29,7 +31,9 @@ class PairsTask(Task):
     ``source_tokenization`` / ``target_tokenization`` (``characters`` or ``whitespace``);
     ``alignment_column`` (JSON lists of source positions per target token; default none);
     ``max_length``: sources with more tokens are refused, or with ``drop_long=true`` left out
-    (the number left out is said).
+    (the number left out is said); ``validation_path`` / ``test_path``: files (same columns and
+    options) that are the validation / test split (their first ``validation_size`` /
+    ``test_size`` sources; their sources are left out of training).
     """
 
     def __init__(
@@ -44,6 +48,8 @@ class PairsTask(Task):
         target_tokenization: str = "characters",
         max_length: int = MAX_LENGTH,
         drop_long: bool = False,
+        validation_path: str | None = None,
+        test_path: str | None = None,
         **options: Any,
     ) -> None:
         super().__init__(**options)
@@ -56,22 +62,39 @@ class PairsTask(Task):
             raise ValueError(f"max_length must be an integer in 1..{MAX_LENGTH}, got {max_length!r}")
         self.source_tokenization, self.target_tokenization = source_tokenization, target_tokenization
         self.path = str(Path(path).expanduser().resolve())
-        table = read_pairs(path, format, (source_column, target_column, alignment_column))
-        self.digest = table.digest
-        self.examples, self.dropped = self._examples(table, max_length, drop_long)
-        if self.dropped:
-            logging.getLogger("attnlab.progress").info(
-                "pairs: left out %d source(s) longer than %d tokens (drop_long)", self.dropped, max_length
-            )
-        self.source_alphabet = self._alphabet({t for ex in self.examples for t in self.source_tokens(ex.source)}, source_tokenization)
-        self.target_alphabet = self._alphabet({t for ex in self.examples for t in self.target_tokens(ex.target)}, target_tokenization)
-        self._longest = max(len(self.source_tokens(ex.source)) for ex in self.examples)
+        columns = (source_column, target_column, alignment_column)
+        files = {"train": path, "validation": validation_path, "test": test_path}
+        read = {name: self._read(file, format, columns, max_length, drop_long) for name, file in files.items() if file}
+        #: Split -> (absolute path, sha256) of each file read, the training file's first.
+        self.files = {name: (str(Path(files[name] or "").expanduser().resolve()), digest) for name, (_, digest) in read.items()}
+        self.examples = read.pop("train")[0]
+        self._held_out = {name: examples for name, (examples, _) in read.items()}
+        # One version for all the files: a change to any of them is new data.
+        digests = [digest for _, digest in self.files.values()]
+        self.digest = digests[0] if len(digests) == 1 else hashlib.sha256(" ".join(digests).encode()).hexdigest()
+        everything = [ex for examples in (self.examples, *self._held_out.values()) for ex in examples]
+        self.source_alphabet = self._alphabet({t for ex in everything for t in self.source_tokens(ex.source)}, source_tokenization)
+        self.target_alphabet = self._alphabet({t for ex in everything for t in self.target_tokens(ex.target)}, target_tokenization)
+        self._longest = max(len(self.source_tokens(ex.source)) for ex in everything)
+        self._sources = len({ex.source for ex in everything})
 
-    def _examples(self, table: PairsTable, max_length: int, drop_long: bool) -> tuple[list[Example], int]:
-        """The file's rows as examples (each side's tokens joined the task's way), and how many
-        rows were left out as too long. PairsFileError for empty sides, too-long sources (unless
-        dropped) and bad alignments."""
-        file = self.path
+    def _read(self, path: str, format: str | None, columns: tuple, max_length: int, drop_long: bool) -> tuple[list[Example], str]:  # noqa: A002
+        """The examples of the file at ``path`` and its digest; too-long sources left out are
+        said (``dropped`` counts the training file's)."""
+        table = read_pairs(path, format, columns)
+        examples, dropped = self._examples(table, str(Path(path).expanduser().resolve()), max_length, drop_long)
+        if dropped:
+            logging.getLogger("attnlab.progress").info(
+                "pairs: left out %d source(s) longer than %d tokens (drop_long) from %s", dropped, max_length, path
+            )
+        if not hasattr(self, "dropped"):
+            self.dropped = dropped
+        return examples, table.digest
+
+    def _examples(self, table: PairsTable, file: str, max_length: int, drop_long: bool) -> tuple[list[Example], int]:
+        """The rows of ``file`` as examples (each side's tokens joined the task's way), and how
+        many rows were left out as too long. PairsFileError for empty sides, too-long sources
+        (unless dropped) and bad alignments."""
         sources = [split_tokens(text, self.source_tokenization) for text in table.sources]
         targets = [split_tokens(text, self.target_tokenization) for text in table.targets]
         for side, tokens in (("source", sources), ("target", targets)):
@@ -102,6 +125,9 @@ class PairsTask(Task):
     def corpus(self) -> list[Example]:
         return list(self.examples)
 
+    def held_out(self) -> dict[str, list[Example]]:
+        return {name: list(examples) for name, examples in self._held_out.items()}
+
     def key(self, example: Example) -> str:
         """The source: all targets of a source stay in one split."""
         return example.source
@@ -114,7 +140,7 @@ class PairsTask(Task):
 
     @property
     def space_size(self) -> int:
-        return len({example.source for example in self.examples})
+        return self._sources
 
     @property
     def max_source_length(self) -> int:

@@ -56,6 +56,22 @@ def test_a_run_on_a_file_logs_it_and_a_grown_file_is_new_data(tmp_path, monkeypa
     new = split_words(client, second.info.run_id)
     assert set(new["source"]) - old_words  # words only the grown file has
 
+    # A test file of its own, named relative to where the command runs: the test split is its
+    # first 60 words, none of its words trains, and both files are the run's datasets.
+    held = pd.read_csv(path).tail(80)
+    held.to_csv(tmp_path / "held.csv", index=False)
+    monkeypatch.chdir(tmp_path)
+    assert train(path, capsys, "-otask.test_path=held.csv")[0] == 0
+    third = client.search_runs([first.info.experiment_id], "params.task_options LIKE '%test_path%'")[0]
+    logged = split_words(client, third.info.run_id)
+    assert list(logged[logged["split"] == "test"]["source"]) == list(held["word"][:60])
+    assert not set(logged[logged["split"] == "train"]["source"]) & set(held["word"])
+    contexts = {
+        d.tags[0].value: d.dataset.name for d in client.get_run(third.info.run_id).inputs.dataset_inputs if "source" in d.tags[0].value
+    }
+    assert contexts == {"source": "words.csv", "test source": "held.csv"}
+    assert str(tmp_path / "held.csv") in third.data.params["task_options"]  # made absolute
+
 
 @pytest.mark.parametrize(
     ("content", "needles"),

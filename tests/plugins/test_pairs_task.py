@@ -127,3 +127,24 @@ def test_json_lines_alignments_may_be_lists(tmp_path):
     path.write_text("\n".join(json.dumps({"source": s, "target": t, "a": a}) for s, t, a in [("ab", "ba", [[1], [0]])]) + "\n")
     task = PairsTask(path=str(path), alignment_column="a")
     assert task.corpus()[0].alignment == ((1,), (0,))
+
+
+def test_separate_files_are_the_validation_and_test_splits_and_leave_training(tmp_path):
+    (tmp_path / "train").mkdir(), (tmp_path / "test").mkdir(), (tmp_path / "val").mkdir()
+    train = write(tmp_path / "train", ".csv")  # cat, dog, either (2 targets), pace, go
+    test = write(tmp_path / "test", ".jsonl", pd.DataFrame([("dog", "D AO G"), ("zebra", "Z IY B R AH"), ("either", "IY DH ER")],
+                                                            columns=["word", "phonemes"]))  # fmt: skip
+    validation = write(tmp_path / "val", ".tsv", pd.DataFrame([("pace", "P EY S")], columns=["word", "phonemes"]))
+    task = pairs(train, test_path=str(test), validation_path=str(validation))
+    splits = make_splits(task, (2, 1, 2), seed=0)
+    assert [(ex.source, ex.target) for ex in splits.test] == [("dog", "D AO G"), ("zebra", "Z IY B R AH")]  # the file's first 2 sources
+    assert [ex.source for ex in splits.validation] == ["pace"]
+    assert sorted(ex.source for ex in splits.train) == ["cat", "go"]  # held-out sources never train
+    assert "z" in task.source_alphabet and "Z" in task.target_alphabet  # the test file's tokens are known
+    digests = [hashlib.sha256(p.read_bytes()).hexdigest() for p in (train, validation, test)]
+    assert [digest for _, digest in task.files.values()] == digests and task.data_version() not in digests
+    assert task.data_version() != pairs(train, test_path=str(train)).data_version()
+    with pytest.raises(ValueError, match="the test data of task PairsTask has only 3 distinct sources, fewer than the 4 asked for"):
+        make_splits(task, (1, 1, 4), seed=0)
+    with pytest.raises(ValueError, match="train = 3 sources, but task PairsTask has only 2 distinct sources besides its held-out splits"):
+        make_splits(task, (3, 1, 2), seed=0)
