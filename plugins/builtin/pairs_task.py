@@ -78,7 +78,9 @@ class PairsTask(Task):
         self._longest = max(len(self.source_tokens(ex.source)) for ex in everything)
         self._sources = len({ex.source for ex in everything})
 
-    def _read(self, path: str, format: str | None, columns: tuple, max_length: int, drop_long: bool) -> tuple[list[Example], str]:  # noqa: A002
+    def _read(
+        self, path: str, format: str | None, columns: tuple[str, str, str | None], max_length: int, drop_long: bool
+    ) -> tuple[list[Example], str]:  # noqa: A002
         """The examples of the file at ``path`` and its digest; too-long sources left out are
         said (``dropped`` counts the training file's)."""
         table = read_pairs(path, format, columns)
