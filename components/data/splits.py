@@ -115,6 +115,8 @@ def corpus_splits(task: Task, corpus: list[Example], sizes: tuple[int, int, int]
     picked: dict[str, list[Example]] = {}
     held_out = task.held_out()
     for name, examples in held_out.items():
+        if name not in ("validation", "test"):
+            raise ValueError(f"task {type(task).__name__} holds out a split named {name!r}; only 'validation' and 'test' can be")
         picked[name] = _first_keys(task, examples, wanted[name], f"the {name} data of task {type(task).__name__}")
     taken = {task.key(ex) for examples in held_out.values() for ex in examples}  # all of them, used or not
     by_key: dict[str, list[Example]] = {}

@@ -148,3 +148,6 @@ def test_separate_files_are_the_validation_and_test_splits_and_leave_training(tm
         make_splits(task, (1, 1, 4), seed=0)
     with pytest.raises(ValueError, match="train = 3 sources, but task PairsTask has only 2 distinct sources besides its held-out splits"):
         make_splits(task, (3, 1, 2), seed=0)
+    task._held_out = {"train": splits.train}  # a third-party task could name any split
+    with pytest.raises(ValueError, match="holds out a split named 'train'; only 'validation' and 'test' can be"):
+        make_splits(task, (1, 1, 1), seed=0)
