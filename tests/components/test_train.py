@@ -160,3 +160,22 @@ def test_length_bucketed_batches_cover_every_row_once_with_similar_lengths():
     assert max(len(b) for b in batches) == 32
     spread = sum(int(lengths[b].max() - lengths[b].min()) for b in batches) / len(batches)
     assert spread < 10  # random batches of 32 would spread over ~30
+
+
+def test_validation_exact_match_counts_each_source_once_right_when_it_equals_any_target(monkeypatch):
+    """A word with two pronunciations is one word: right when the output is either of them."""
+    from attnlab.plugins import Example
+    from attnlab.training import loop
+
+    config = ExperimentConfig(**TINY)
+    task, _ = prepare_data(config)
+    model = build_model(config, task)
+    examples = [
+        Example("01-02-2003", "2003年01月02日", None),
+        Example("01-02-2003", "2003年02月01日", None),
+        Example("05-06-2007", "2007年06月05日", None),
+    ]
+    outputs = ["2003年02月01日", "2003年02月01日", "wrong"]  # greedy gives one output per source
+    monkeypatch.setattr(loop, "decode_texts", lambda *args, **kwargs: outputs)
+    data = encode_examples(examples, model.src_vocab, model.tgt_vocab)
+    assert loop.validation_metrics(model, data)["val_exact_match"] == 0.5  # 1 of 2 sources, not 2 of 3 rows
