@@ -224,7 +224,7 @@ def sweep_flow(
         comparison = sweep_parent.log_comparison(client, parent_run_id, results, labels, bands, shown.train_max, workdir)
         # After log_comparison, which uploads all of workdir as plots/.
         comparison["explorer"] = sweep_parent.log_explorer(
-            client, parent_run_id, results, shown.shared, shown.data_seeds, len(grid_.seeds), workdir / "attention"
+            client, parent_run_id, results, shown.shared, shown.data_seeds, len(grid_.seeds), workdir / "attention", shown.references
         )
     except BaseException as exc:
         _abandon(client, parent_run_id, exc)

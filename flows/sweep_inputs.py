@@ -12,6 +12,7 @@ from attnlab.data.examples import gold_alignments, pick_probe
 from attnlab.flows.steps import dataset
 from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import build_task
+from attnlab.plugins import Example
 from attnlab.viz.explorer_data import sweep_examples
 
 
@@ -20,13 +21,15 @@ class SharedInputs:
     """What every run of a task is shown, drawn from the data of its first config's seed
     (``data_seeds``): the probe ``([source, target], its gold alignment)`` each run plots first,
     the longest training source (``train_max``), the test examples of the parent's explorer page
-    (``shared``) and their sources (``compares``); each by task."""
+    (``shared``), their sources (``compares``) and every target of each of them (``references``:
+    source -> targets, for a corpus task's sources with several); each by task."""
 
     probes: dict[str, tuple[list[str], Any]]
     train_max: dict[str, int]
     shared: dict[str, list[Any]]
     compares: dict[str, list[str]]
     data_seeds: dict[str, int]
+    references: dict[str, dict[str, list[str]]]
 
 
 def shared_inputs(configs: list[ExperimentConfig]) -> SharedInputs:
@@ -43,4 +46,15 @@ def shared_inputs(configs: list[ExperimentConfig]) -> SharedInputs:
         shared,
         {name: [example.source for example in examples] for name, examples in shared.items()},
         {name: seed for name, (seed, _) in data.items()},
+        {name: _references(splits.test, shared[name]) for name, (_, splits) in data.items()},
     )
+
+
+def _references(test: list[Example], shown: list[Example]) -> dict[str, list[str]]:
+    """Every target ``test`` gives for each source of ``shown``."""
+    sources = {example.source for example in shown}
+    found: dict[str, list[str]] = {}
+    for example in test:
+        if example.source in sources:
+            found.setdefault(example.source, []).append(example.target)
+    return found

@@ -111,12 +111,14 @@ def log_comparison(
 
 
 def log_explorer(
-    client: MlflowClient, parent_run_id: str, results, shared: dict[str, list], data_seeds: dict[str, int], seeds: int, folder: Path
-) -> list[str]:
+    client: MlflowClient, parent_run_id: str, results, shared: dict[str, list], data_seeds: dict[str, int], seeds: int, folder: Path,
+    references: dict[str, dict[str, list[str]]] | None = None,
+) -> list[str]:  # fmt: skip
     """The parent run's explorer page, ``attention/explorer.html`` (one per task when several:
     ``explorer_<task>.html``): every finished run on the task's ``shared`` examples (see
     :func:`attnlab.viz.explorer_data.sweep_document`), drawn from the data of ``data_seeds[task]``;
-    ``seeds``: how many seeds the sweep ran. The artifact paths written."""
+    ``seeds``: how many seeds the sweep ran; ``references``: task -> source -> every target of it
+    (an output is right when it equals any). The artifact paths written."""
     title = f"attnlab {client.get_run(parent_run_id).info.run_name}"
     pages = []
     for task_name in result_tasks(results):
@@ -125,7 +127,7 @@ def log_explorer(
             continue
         note = sweep_note(len(shared[task_name]), data_seeds[task_name], seeds)
         filename = task_file("explorer", task_name, results, ".html")
-        write_explorer(sweep_document(title, models, shared[task_name], note), folder / filename)
+        write_explorer(sweep_document(title, models, shared[task_name], note, (references or {}).get(task_name)), folder / filename)
         pages.append(f"attention/{filename}")
     if pages:
         tracking.log_folder(client, parent_run_id, folder, "attention")

@@ -206,19 +206,26 @@ def inputs_document(model: Seq2Seq, sources: Sequence[str], name: str, subtitle:
     }
 
 
-def with_answers(view: Mapping[str, Any], example: Example) -> dict[str, Any]:
-    """A :func:`model_views` example of a bare source given ``example``'s target and gold."""
+def with_answers(view: Mapping[str, Any], example: Example, references: Sequence[str] = ()) -> dict[str, Any]:
+    """A :func:`model_views` example of a bare source given ``example``'s target and gold: right
+    when the output equals the target or any of ``references`` (every target of that source),
+    and then shown with the reference it matched."""
     output = view["output"]
     steps = len(view["output_tokens"])
-    return {**view, "target": example.target, "correct": output == example.target, "gold": gold_positions(example, steps)}
+    correct = output == example.target or output in references
+    return {**view, "target": output if correct else example.target, "correct": correct, "gold": gold_positions(example, steps)}
 
 
-def sweep_document(title: str, models: Sequence[Mapping[str, Any]], examples: Sequence[Example], note: str | None = None) -> dict[str, Any]:
+def sweep_document(
+    title: str, models: Sequence[Mapping[str, Any]], examples: Sequence[Example], note: str | None = None,
+    references: Mapping[str, Sequence[str]] | None = None,
+) -> dict[str, Any]:  # fmt: skip
     """The page of a sweep: ``models`` are :func:`model_entry` dicts whose examples are
     :func:`model_views` of the sources of ``examples``, in that order (every combination on the
-    same inputs). Targets and gold come from ``examples``; the examples most models got wrong
-    come first, the same order for every model, as many as :data:`WEIGHT_BUDGET` allows. Raises
-    ValueError when a model's sources differ.
+    same inputs). Targets and gold come from ``examples`` (``references``: source -> all its
+    targets, for sources with several); the examples most models got wrong come first, the
+    same order for every model, as many as :data:`WEIGHT_BUDGET` allows. Raises ValueError when a
+    model's sources differ.
     """
     sources = [example.source for example in examples]
     answered = []
@@ -226,7 +233,8 @@ def sweep_document(title: str, models: Sequence[Mapping[str, Any]], examples: Se
         got = [view["source"] for view in model["examples"]]
         if got != sources:
             raise ValueError(f"model {model['name']!r} was shown other sources than the sweep's {len(sources)} examples")
-        answered.append([with_answers(view, example) for view, example in zip(model["examples"], examples)])
+        refs = references or {}
+        answered.append([with_answers(view, ex, refs.get(ex.source, ())) for view, ex in zip(model["examples"], examples)])
     misses = [sum(not views[i]["correct"] for views in answered) for i in range(len(sources))]
     order = sorted(range(len(sources)), key=lambda i: -misses[i])  # stable: test order among equals
     order = order[: within_budget([sum(weight_count(views[i]) for views in answered) for i in order])]

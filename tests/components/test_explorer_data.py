@@ -229,6 +229,11 @@ def test_a_sweep_page_shows_every_model_on_the_same_inputs_most_missed_first():
         sweep_document("attnlab sweep", models, tests[:3])
     explorer = pytest.importorskip("attnlab.viz.explorer")
     explorer.explorer_html(document)
+    # A source with several targets: an output equal to another of them is right, shown with it.
+    output = models[1]["examples"][2]["output"]
+    answered = sweep_document("attnlab sweep", models, tests, references={sources[2]: [tests[2].target, output]})
+    shown = next(e for e in answered["models"][1]["examples"] if "".join(e["source_tokens"]) == sources[2])
+    assert shown["correct"] and shown["target"] == output
 
 
 def test_given_verdicts_spare_the_decoding_and_a_budget_cuts_the_examples(monkeypatch):
