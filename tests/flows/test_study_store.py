@@ -31,10 +31,11 @@ def test_the_study_store_gives_the_published_table_and_its_champion_predicts(cap
     code, out, err = attnlab(capsys, "store", "relocate")
     assert code == 0 and out.startswith(f"relocated the MLflow store {store} from "), err
 
+    from attnlab.flows.tracking.store import use_store
     from mlflow import MlflowClient
 
+    use_store()
     table = study_table_module()
-    table.use_store()
     runs = table.study_runs(MlflowClient(), "cmudict-study")
     assert len(runs) == 21 and sorted(runs.groupby("combination").size()) == [3] * 7
     rows = table.markdown(runs).splitlines()
