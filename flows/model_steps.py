@@ -6,6 +6,7 @@ the logging steps of :mod:`attnlab.flows.steps` are.
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 from prefect import task
@@ -16,10 +17,9 @@ from attnlab.flows.tracking import promote as promotion
 from attnlab.flows.tracking import registry as model_registry
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking import store
-from attnlab.flows.tracking.benchmark_store import Benchmark, ensure_benchmark
+from attnlab.flows.tracking.benchmark_store import Benchmark, ensure_benchmark, load_benchmark
 from attnlab.flows.tracking.promotion_lock import promotion_lock
 from attnlab.lab.config import ExperimentConfig
-from attnlab.lab.names import model_name
 from attnlab.model.assembly import build_task
 from attnlab.ops.promotion import Decision, overlap
 from mlflow import MlflowClient
@@ -27,7 +27,7 @@ from mlflow import MlflowClient
 
 @task(name="register-model", **LOGGING)
 def register_model(run_id: str, bundle: Path, config: ExperimentConfig, test_score: float, examples: list[str]) -> str:
-    """Log the pyfunc model and register it as ``attnlab-<task>``; the new version."""
+    """Log the pyfunc model and register it under ``config.registered_model()``; the new version."""
     return model_registry.log_and_register_model(MlflowClient(), run_id, bundle, config, test_score, examples)
 
 
@@ -39,12 +39,27 @@ def log_model(run_id: str, bundle: Path, config: ExperimentConfig, examples: lis
 
 @task(name="prepare-benchmark", **LOGGING)
 def prepare_benchmark(config: ExperimentConfig, experiment: str, size: int, folder: Path) -> Benchmark:
-    """The benchmark of ``attnlab-<task>`` (drawn from ``config`` by its first promotion),
-    downloaded to ``folder``."""
+    """The benchmark of the config's registered model (drawn from ``config`` by its first
+    promotion), downloaded to ``folder``."""
     client = MlflowClient()
     experiment_id = tracking.ensure_experiment(client, experiment, store.resolve_store())
-    name = model_name(config.task)
+    name = config.registered_model()
     return ensure_benchmark(client, name, experiment_id, config, size, folder, lock=promotion_lock(name))
+
+
+@task(name="benchmark-keys", **LOGGING)
+def benchmark_keys(config: ExperimentConfig) -> tuple[str, list[str]] | None:
+    """The digest and the keys (by the task's :meth:`~attnlab.plugins.Task.key`) of the benchmark
+    the config's registered model already has, which a run registered there must not train on;
+    None when it has none yet (its first promotion draws it)."""
+    client = MlflowClient()
+    with tempfile.TemporaryDirectory(prefix="attnlab-benchmark-") as folder:
+        found = load_benchmark(client, config.registered_model(), Path(folder))
+        if found is None:
+            return None
+        examples = found.read().examples
+    key = build_task(config).key
+    return found.sha256, sorted({key(example) for example in examples})
 
 
 @task(name="benchmark-overlap", **LOGGING)

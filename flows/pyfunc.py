@@ -86,25 +86,29 @@ def beam_size_param(params: dict[str, Any] | None) -> int:
 
 
 def source_texts(model_input: Any) -> list[str]:
-    """The source strings of a pyfunc input: a DataFrame's ``source`` column (or its only
-    column), a Series, or a list of strings."""
+    """The source strings of a pyfunc input: a DataFrame's ``source`` column (or the one column
+    MLflow makes of a plain list of strings, named 0), a Series, or a list of strings.
+    ValueError, in one sentence, for a DataFrame without a ``source`` column and for a missing
+    (null) value."""
     import pandas as pd
 
     if isinstance(model_input, pd.DataFrame):
         if "source" in model_input.columns:
-            column = model_input["source"]
-        elif len(model_input.columns) == 1:
-            column = model_input.iloc[:, 0]
+            values = list(model_input["source"])
+        elif list(model_input.columns) == [0]:  # {"inputs": ["25-12-2023", ...]}
+            values = list(model_input.iloc[:, 0])
         else:
             raise ValueError(f"expected a 'source' column, got columns {', '.join(map(repr, model_input.columns))}")
-        return [str(text) for text in column]
-    if isinstance(model_input, pd.Series):
-        return [str(text) for text in model_input]
-    if isinstance(model_input, (list, tuple)):
-        return [str(text) for text in model_input]
-    if isinstance(model_input, str):
-        return [model_input]
-    raise ValueError(f"expected a DataFrame with a 'source' column, got {type(model_input).__name__}")
+    elif isinstance(model_input, (pd.Series, list, tuple)):
+        values = list(model_input)
+    elif isinstance(model_input, str):
+        values = [model_input]
+    else:
+        raise ValueError(f"expected a DataFrame with a 'source' column, got {type(model_input).__name__}")
+    missing = next((row for row, value in enumerate(values, 1) if value is None or (isinstance(value, float) and value != value)), None)
+    if missing is not None:
+        raise ValueError(f"row {missing}: the source is missing (null); give a string")
+    return [str(value) for value in values]
 
 
 class RefusedInput(MlflowException):
@@ -143,10 +147,9 @@ class AttnlabModel(mlflow.pyfunc.PythonModel):
     """
 
     def load_context(self, context) -> None:
-        from attnlab.model.bundle import load_bundle
         from attnlab.model.predictor import Predictor
 
-        self.predictor = Predictor.of(*load_bundle(Path(context.artifacts[BUNDLE])))
+        self.predictor = Predictor.load(Path(context.artifacts[BUNDLE]))
         self.config, self.task, self.model = self.predictor.config, self.predictor.task, self.predictor.model
 
     def check(self, texts: list[str]) -> None:

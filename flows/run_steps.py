@@ -24,7 +24,6 @@ from attnlab.flows.tracking import promote as promotion
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking import store
 from attnlab.lab.config import ExperimentConfig
-from attnlab.lab.names import model_name
 from attnlab.lab.run_summary import by_length, promotion_summary, registered_model
 from attnlab.training.timing import Stopwatch
 
@@ -64,7 +63,11 @@ def run_steps(
     fields about what it trained, measured and registered."""
     section = checked(watch, artifacts)
     with section("data"):
-        data = tasks.dataset(config)
+        benchmark = model_steps.benchmark_keys(config) if plan.register else None
+        if benchmark is not None:
+            tasks.progress.info("benchmark of %s: its %d sources stay out of training and validation",
+                                config.registered_model(), len(benchmark[1]))  # fmt: skip
+        data = tasks.dataset(config, benchmark)
         tasks.log_dataset(run_id, config, data, plan.parent_run_id)  # a sweep's runs share their splits
     with section("train"):
         trained = tasks.train(config, data, run_id, workdir)
@@ -117,9 +120,9 @@ def model_entry(config: ExperimentConfig, run_id: str, bundle: Path, examples: l
     """The summary's ``model`` entry: the model registered (``plan.register``), else logged
     (``plan.log_model``; ``uri`` None when not)."""
     if plan.register:
-        return registered_model(config.task, model_steps.register_model(run_id, bundle, config, test_score, examples))
+        return registered_model(config.registered_model(), model_steps.register_model(run_id, bundle, config, test_score, examples))
     uri = model_steps.log_model(run_id, bundle, config, examples) if plan.log_model else None
-    return {**registered_model(config.task, None), "uri": uri}
+    return {**registered_model(config.registered_model(), None), "uri": uri}
 
 
 def checked(watch: Stopwatch, artifacts: tuple[int, int] | None) -> Callable[[str], AbstractContextManager[None]]:
@@ -137,7 +140,7 @@ def checked(watch: Stopwatch, artifacts: tuple[int, int] | None) -> Callable[[st
 def promote_version(config: ExperimentConfig, version: str, run_id: str, data: Path, how: Promotion) -> dict[str, Any]:
     """Promote registered ``version`` by the one rule, the decision recorded on ``run_id``; the
     summary's fields about it (:func:`attnlab.lab.run_summary.promotion_summary`)."""
-    name = model_name(config.task)
+    name = config.registered_model()
     folder = promotion.scratch_folder()
     try:
         benchmark = model_steps.prepare_benchmark(config, how.experiment, how.benchmark_size, folder)

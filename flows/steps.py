@@ -80,7 +80,7 @@ def cache_dir() -> Path:
 
 
 @task(name="generate-data", cache_policy=NO_CACHE)
-def generate_data(spec: dict[str, Any], plugin: str) -> Path:
+def generate_data(spec: dict[str, Any], plugin: str, benchmark: list[str] | None = None) -> Path:
     """The train/validation/test splits of ``spec`` (see :func:`attnlab.data.datasets.data_spec`) as a JSON file in
     :func:`cache_dir`; its path. The file is named by a hash of these inputs
     (:func:`attnlab.data.data_key.data_file_name`) and generated once per machine. The cache is a file of this machine's cache folder, not a Prefect result
@@ -89,18 +89,22 @@ def generate_data(spec: dict[str, Any], plugin: str) -> Path:
     path = cache_dir() / data_file_name(spec, plugin)
     if path.exists():
         return path
-    fields = {key: value for key, value in spec.items() if key != "data_version"}
-    return save_splits(path, prepare_data(ExperimentConfig(**fields))[1])
+    fields = {key: value for key, value in spec.items() if key not in ("data_version", "benchmark")}
+    return save_splits(path, prepare_data(ExperimentConfig(**fields), frozenset(benchmark or ()))[1])
 
 
-def dataset(config: ExperimentConfig) -> Path:
+def dataset(config: ExperimentConfig, benchmark: tuple[str, list[str]] | None = None) -> Path:
     """The data file of ``config`` (generated, or kept from an earlier run on the same inputs;
-    a task that read a file keys it by the file's digest too)."""
+    a task that read a file keys it by the file's digest too). ``benchmark``: the digest and
+    keys of the registered model's benchmark, which then never train (see
+    :func:`attnlab.data.splits.make_splits`; the file is keyed by that digest too)."""
     spec = data_spec(config)
     version = build_task(config).data_version()
     if version is not None:
         spec["data_version"] = version
-    return generate_data(spec, task_plugin_version(config.task))
+    if benchmark is not None:
+        spec["benchmark"] = benchmark[0]
+    return generate_data(spec, task_plugin_version(config.task), None if benchmark is None else benchmark[1])
 
 
 @task(name="log-dataset", **LOGGING)
@@ -182,8 +186,9 @@ def train(config: ExperimentConfig, data: Path, run_id: str, workdir: Path) -> T
             log_curve()
 
     checkpoint.parent.mkdir(parents=True, exist_ok=True)
-    model, result = train_model(config, build_task(config), splits, on_epoch, checkpoint, on_step, on_model=recorder.watch)
-    bundle = save_bundle(workdir / "bundle", config, model)
+    task, test_task = build_task(config), build_task(config, split="test") if config.test_task_options else None
+    model, result = train_model(config, task, splits, on_epoch, checkpoint, on_step, on_model=recorder.watch)
+    bundle = save_bundle(workdir / "bundle", config, model, (task, test_task))
     parameters = sum(p.numel() for p in model.parameters())
     snapshots = workdir / "snapshots.json"
     snapshots.write_text(json.dumps(recorder.snapshots(), ensure_ascii=False))
@@ -208,7 +213,7 @@ def plot_attention(
     attention on ``sources`` and ``weights.json`` with the raw weights, their tokens and the gold
     alignment (``gold``: the one given in ``golds``, else from the test split of the data file
     ``data``; null when unknown), which the heatmaps outline."""
-    predictor = Predictor.of(*load_bundle(bundle))  # test examples may be longer than training's
+    predictor = Predictor.load(bundle)  # test examples may be longer than training's
     found = gold_alignments(load_splits(data).test, sources, targets) if data is not None else [None] * len(sources)
     golds = merged_golds(golds, found)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -25,7 +25,6 @@ from attnlab.flows.run_closing import tracked_run
 from attnlab.flows.run_steps import Plan, Promotion, run_steps
 from attnlab.flows.tracking import store
 from attnlab.lab.config import ExperimentConfig
-from attnlab.lab.names import experiment_name
 from attnlab.training.timing import Stopwatch
 from mlflow import MlflowClient
 
@@ -52,8 +51,9 @@ def train_flow(
 ) -> dict[str, Any]:
     """Run one experiment end to end and return its summary (JSON-ready).
 
-    ``experiment`` defaults to ``attnlab-<task>``. The model is logged to the run and, when
-    ``register_model``, registered as ``attnlab-<task>``; ``promote`` then scores it and the
+    ``experiment`` defaults to the registered model's name (``config.registered_model()``:
+    ``attnlab-<task>``, or ``attnlab-<task>-<file name>`` for a task reading a file). The model is
+    logged to the run and, when ``register_model``, registered under that name; ``promote`` then scores it and the
     champion on the registered model's benchmark (``benchmark_size`` examples drawn by the first
     promotion) and gives it the alias when it wins by more than ``margin``. ``parent_run_id``
     makes the run a child of that MLflow run, which then holds its data splits (once per distinct
@@ -70,7 +70,7 @@ def train_flow(
     (``config`` must be its own) from its checkpoint after its last finished epoch
     (:mod:`attnlab.flows.resume_run`) instead of starting a new run.
     """
-    experiment = experiment or experiment_name(config.task)
+    experiment = experiment or config.registered_model()
     tags = {**flow_run_tags(), **({"mlflow.parentRunId": parent_run_id} if parent_run_id else {})}
     watch = Stopwatch()
     with watch("start_run"):

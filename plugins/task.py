@@ -31,6 +31,11 @@ A task plugin subclasses :class:`Task` and is registered under ``attnlab.tasks``
 - **max_source_length** is a property (``@property``), not a method: the most tokens a source
   of the task has. ``space_size`` (a property too) says how many distinct keys exist, or None;
   :meth:`Task.key` says which examples must stay in one split.
+- **default_split** (optional class attribute): for a corpus task, the shares of its sources
+  that the train, validation and test splits take when the sizes are not given, e.g.
+  ``(0.8, 0.1, 0.1)``; None (the default): 3000 / 500 / 1000 examples, as for a generated task.
+- **data_summary() -> str | None** (optional): one line saying what reading the data did (rows
+  read and kept, why rows were left out); a run prints and records it once.
 - **check_source(text) -> str | None** (optional): the reason ``text`` is not a valid source of
   the task, or None. The default refuses empty text, text with more than ``max_source_length``
   tokens and tokens outside ``source_alphabet``; the date tasks also refuse dates that do not
@@ -77,6 +82,8 @@ class Task(Configurable):
     target_alphabet: str | Collection[str] = ""
     source_tokenization: str = "characters"
     target_tokenization: str = "characters"
+    #: A corpus task's split shares (train, validation, test) when no sizes are given, or None.
+    default_split: tuple[float, float, float] | None = None
 
     def __init__(self, **options: Any) -> None:
         reject_unknown(type(self), options, self._fixed)
@@ -125,6 +132,11 @@ class Task(Configurable):
     def data_version(self) -> str | None:
         """A digest of the data a corpus task read (a file's sha256), or None (the default): the
         data cache and scheduled retraining tell an unchanged file from a changed one by it."""
+        return None
+
+    def data_summary(self) -> str | None:
+        """One line saying what reading the data did (rows read, kept, left out and why), or None
+        (the default: nothing to say, as for a generated task)."""
         return None
 
     def generate(self, n: int, seed: int) -> list[Example]:

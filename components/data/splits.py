@@ -18,6 +18,13 @@ from attnlab.data.vocab import PAD, Vocab, pad_batch
 from attnlab.plugins import Example, Task
 
 SPLIT_NAMES = ("train", "validation", "test")
+#: The split sizes when none are given, for a task without default shares (a generated task).
+DEFAULT_SIZES = (3000, 500, 1000)
+#: The flags that set the split sizes, as a message names them.
+SIZE_FLAGS = "--train-size N, -o validation_size=N, -o test_size=N"
+#: A split's size as a config holds it: a number of examples (sources, for a corpus), or None
+#: for the task's default.
+Sizes = tuple[int | None, int | None, int | None]
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,39 @@ def draw_distinct(task: Task, n: int, rng: random.Random, exclude: AbstractSet[s
     )
 
 
+def split_sizes(task: Task, given: Sizes) -> tuple[int, int, int]:
+    """The (train, validation, test) sizes of ``given``, each None filled in. Without default
+    shares (:attr:`~attnlab.plugins.Task.default_split`), from :data:`DEFAULT_SIZES`. With them,
+    a split of its own data (:meth:`~attnlab.plugins.Task.held_out`) takes all its sources, the
+    validation and test splits their share of the corpus's other sources (at least 1), and the
+    training split the sources left. ValueError, naming the flags, when that leaves none."""
+    train, validation, test = given
+    if train is not None and validation is not None and test is not None:
+        return train, validation, test
+    shares, corpus = task.default_split, task.corpus()
+    if shares is None or corpus is None:
+        fill = [DEFAULT_SIZES[i] if size is None else size for i, size in enumerate(given)]
+        return fill[0], fill[1], fill[2]
+    held = {name: {task.key(ex) for ex in examples} for name, examples in task.held_out().items()}
+    taken = set().union(*held.values())
+    available = len({key for key in map(task.key, corpus) if key not in taken})
+
+    def share(size: int | None, name: str, fraction: float) -> int:
+        if size is not None:
+            return size
+        return len(held[name]) if name in held else max(1, int(fraction * available))
+
+    validation, test = share(validation, "validation", shares[1]), share(test, "test", shares[2])
+    if train is None:
+        train = available - validation * ("validation" not in held) - test * ("test" not in held)
+        if train < 1:
+            raise ValueError(
+                f"task {type(task).__name__} has {available} distinct source(s) to split: too few for a training split; "
+                f"give more data, or set the sizes ({SIZE_FLAGS})"
+            )
+    return train, validation, test
+
+
 def check_sizes(task: Task, sizes: tuple[int, int, int], test_task: Task | None = None) -> None:
     """Raise ValueError when the task(s) have fewer distinct values than the splits ask for.
 
@@ -73,12 +113,17 @@ def check_sizes(task: Task, sizes: tuple[int, int, int], test_task: Task | None 
         if space is not None and count > space:
             raise ValueError(
                 f"{what} = {count} examples, but task {type(plugin).__name__} has only {space} "
-                f"distinct values with these options; ask for at most {space}"
+                f"distinct values with these options; ask for at most {space} ({SIZE_FLAGS})"
             )
 
 
-def make_splits(task: Task, sizes: tuple[int, int, int], seed: int, test_task: Task | None = None) -> Splits:
-    """Train, validation and test splits of the given sizes, no key shared between them.
+def make_splits(
+    task: Task, sizes: tuple[int, int, int], seed: int, test_task: Task | None = None, benchmark: AbstractSet[str] = frozenset()
+) -> Splits:
+    """Train, validation and test splits of the given sizes, no key shared between them, and no
+    key of ``benchmark`` (a registered model's benchmark set, which challengers are compared on)
+    in training or validation: a corpus keeps them in its test split (:func:`corpus_splits`), a
+    generated task draws its training and validation examples without them.
 
     ``test_task`` (default: ``task``) draws the test split, e.g. the same task with longer
     sources than training ever saw. Deterministic for a seed.
@@ -86,10 +131,10 @@ def make_splits(task: Task, sizes: tuple[int, int, int], seed: int, test_task: T
     check_sizes(task, sizes, test_task)
     corpus = task.corpus()
     if corpus is not None:
-        return corpus_splits(task, corpus, sizes)
+        return corpus_splits(task, corpus, sizes, benchmark)
     n_train, n_val, n_test = sizes
     rng = random.Random(seed)
-    seen = draw_distinct(task, n_train + n_val, rng)
+    seen = draw_distinct(task, n_train + n_val, rng, exclude=benchmark)
     test = draw_distinct(test_task or task, n_test, rng, exclude={task.key(ex) for ex in seen})
     return Splits(seen[:n_train], seen[n_train:], test)
 
@@ -100,15 +145,18 @@ def key_order(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
-def corpus_splits(task: Task, corpus: list[Example], sizes: tuple[int, int, int]) -> Splits:
+def corpus_splits(task: Task, corpus: list[Example], sizes: tuple[int, int, int], benchmark: AbstractSet[str] = frozenset()) -> Splits:
     """Splits of a fixed corpus by the hash order of the keys (:func:`key_order`): the first
     ``test`` keys are the test split, the next ``validation`` keys the validation split, the next
     ``train`` keys the training split; every example of a key goes with it, in corpus order. A
     split the task holds out (:meth:`~attnlab.plugins.Task.held_out`) is instead the first keys
-    of its own examples, in their order, and all its keys are left out of the corpus.
+    of its own examples, in their order, and all its keys are left out of the corpus. The keys
+    of ``benchmark`` that the corpus holds come first in the test split cut from it, so that
+    they never train even when new keys shift the hash order (a file that grew).
 
     The test split does not depend on the seed; a key never lands in two splits. Raises
-    ValueError when the corpus (or a held-out split) has fewer keys than the sizes ask for.
+    ValueError when the corpus (or a held-out split) has fewer keys than the sizes ask for, or
+    the test split is too small to hold the benchmark's keys.
     """
     n_train, n_val, n_test = sizes
     wanted = {"test": n_test, "validation": n_val, "train": n_train}
@@ -129,14 +177,29 @@ def corpus_splits(task: Task, corpus: list[Example], sizes: tuple[int, int, int]
         names = " + ".join(cut)
         raise ValueError(
             f"{names} = {needed} sources, but task {type(task).__name__} has only {len(by_key)} distinct sources"
-            f"{' besides its held-out splits' if taken else ''}; ask for at most {len(by_key)}"
+            f"{' besides its held-out splits' if taken else ''}; ask for at most {len(by_key)} ({SIZE_FLAGS})"
         )
-    ordered, start = sorted(by_key, key=key_order), 0
+    ordered, start = _pinned_first(sorted(by_key, key=key_order), benchmark if "test" in cut else frozenset(), n_test), 0
     for name in cut:
         keys = set(ordered[start : start + wanted[name]])
         picked[name] = [ex for key in by_key if key in keys for ex in by_key[key]]
         start += wanted[name]
     return Splits(picked["train"], picked["validation"], picked["test"])
+
+
+def _pinned_first(ordered: list[str], pinned: AbstractSet[str], n_test: int) -> list[str]:
+    """``ordered`` with the keys of ``pinned`` first (in their order there); ValueError when they
+    outnumber the test split that must hold them."""
+    first = [key for key in ordered if key in pinned]
+    if not first:
+        return ordered
+    if len(first) > n_test:
+        raise ValueError(
+            f"test = {n_test} sources, but the registered model's benchmark has {len(first)} sources of this data, which must "
+            f"stay in the test split (they are what challengers are compared on); ask for -o test_size={len(first)} or more, "
+            "or register the run under another name (--model-name)"
+        )
+    return first + [key for key in ordered if key not in pinned]
 
 
 def _first_keys(task: Task, examples: list[Example], count: int, what: str) -> list[Example]:

@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from attnlab.data.splits import corpus_splits, draw_distinct
+from attnlab.data.splits import corpus_splits, draw_distinct, split_sizes
 from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import build_task
 from attnlab.plugins import Example
@@ -39,7 +39,8 @@ def draw_benchmark(config: ExperimentConfig, size: int, seed: int) -> BenchmarkS
     task = build_task(config, split="test")
     corpus = task.corpus()
     if corpus is not None:
-        examples = corpus_splits(task, corpus, (0, 0, min(size, config.test_size))).test
+        test_size = split_sizes(task, (config.train_size, config.validation_size, config.test_size))[2]
+        examples = corpus_splits(task, corpus, (0, 0, min(size, test_size))).test
     else:
         examples = draw_distinct(task, size, random.Random(seed))
     return BenchmarkSet(config.task, {**config.task_options, **config.test_task_options}, seed, examples)

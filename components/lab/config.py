@@ -53,6 +53,11 @@ class ExperimentConfig(BaseModel):
         default_factory=dict,
         description="task options overriding task_options for the test split only (e.g. longer sources than training saw)",
     )
+    model_name: str | None = Field(
+        None,
+        description="registered model (and default experiment) of the run: default attnlab-<task>, or "
+        "attnlab-<task>-<file name> for a task that reads a file (option path)",
+    )
     scorer: str = Field("scaled_dot", description="attention scorer plugin name (attnlab.scorers)")
     scorer_options: dict[str, Any] = Field(default_factory=dict)
     encoder: str = Field("gru", description="encoder plugin name (attnlab.encoders)")
@@ -63,9 +68,13 @@ class ExperimentConfig(BaseModel):
     embedding_dim: Width = 64
     hidden_size: Width = 128
 
-    train_size: ExampleCount = Field(3000, description="training examples")
-    validation_size: ExampleCount = Field(500, description="validation examples (early stopping)")
-    test_size: ExampleCount = Field(1000, description="held-out test examples")
+    train_size: ExampleCount | None = Field(
+        None, description="training examples (default: 3000; for a task that reads a file, the sources the other splits leave)"
+    )
+    validation_size: ExampleCount | None = Field(
+        None, description="validation examples for early stopping (default: 500; for a file, 10% of its sources)"
+    )
+    test_size: ExampleCount | None = Field(None, description="held-out test examples (default: 1000; for a file, 10% of its sources)")
 
     epochs: EpochCount = 20
     batch_size: BatchSize = 64
@@ -101,6 +110,24 @@ class ExperimentConfig(BaseModel):
         if value > MAX_LEARNING_RATE:  # pydantic's le= would print 1e30 with all 31 digits
             raise ValueError(f"must be at most {MAX_LEARNING_RATE:g} (Adam's float32 arithmetic overflows above ~3e37)")
         return value
+
+    @field_validator("model_name")
+    @classmethod
+    def _safe_model_name(cls, value: str | None) -> str | None:
+        from attnlab.lab.errors import UserError
+        from attnlab.lab.names import check_name
+
+        try:
+            return None if value is None else check_name(value, "model_name")
+        except UserError as exc:
+            raise ValueError(str(exc).removeprefix("model_name").lstrip(": ")) from None
+
+    def registered_model(self) -> str:
+        """The registered model (and default experiment) of runs of this config: ``model_name``,
+        else ``attnlab-<task>`` (``attnlab-<task>-<file name>`` for a task reading a file)."""
+        from attnlab.lab.names import registered_name
+
+        return registered_name(self.task, self.task_options, self.model_name)
 
     @field_validator("device")
     @classmethod

@@ -4,11 +4,16 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
 from attnlab.lab.errors import UserError
 
 #: Letters, digits, '-', '_' and '.', not starting with '.': no path separators, no '..'.
 SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
+#: What a file name may hold that a model name may not.
+UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 #: The longest name (a file name component must stay well under 255 bytes).
 MAX_NAME_LENGTH = 128
 
@@ -28,13 +33,26 @@ def check_name(name: str, flag: str = "--experiment") -> str:
 PREFIX = "attnlab-"
 
 
-def model_name(task: str) -> str:
-    """The registered model of a task: ``attnlab-<task>`` (its champion is what ``attnlab predict``
-    uses by default)."""
-    return f"{PREFIX}{task}"
+def model_name(task: str, file: str | None = None) -> str:
+    """The default registered model of a task: ``attnlab-<task>``; for a task that reads a
+    ``file`` (its option ``path``), ``attnlab-<task>-<the file's name without its suffix>``, so
+    every dataset has a model, and a benchmark, of its own (``lexicon.csv`` ->
+    ``attnlab-pairs-lexicon``). Characters a name may not hold become ``-``."""
+    if not file:
+        return f"{PREFIX}{task}"
+    stem = UNSAFE.sub("-", Path(str(file)).stem).strip("-.")
+    return f"{PREFIX}{task}-{stem}"[:MAX_NAME_LENGTH] if stem else f"{PREFIX}{task}"
+
+
+def registered_name(task: str, task_options: Mapping[str, Any], given: str | None = None) -> str:
+    """The registered model of a run: ``given`` (``--model-name``), else :func:`model_name` of its
+    task and the task's ``path`` option."""
+    path = task_options.get("path")
+    return given or model_name(task, str(path) if path else None)
 
 
 def experiment_name(task: str) -> str:
-    """The default MLflow experiment of a task's runs: ``attnlab-<task>``, the registered model's
-    name (a sweep over several tasks uses ``experiment_name("sweeps")``)."""
+    """``attnlab-<task>``: the MLflow experiment of a task's runs when they register no model of
+    their own name (a sweep over several tasks uses ``experiment_name("sweeps")``); a run's
+    default experiment is its registered model's name (:func:`registered_name`)."""
     return f"{PREFIX}{task}"

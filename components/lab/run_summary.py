@@ -10,14 +10,12 @@ from typing import Any
 
 import pandas as pd
 
-from attnlab.lab.names import model_name
 from attnlab.ops.promotion import Decision
 
 
-def registered_model(task: str, version: str | None) -> dict[str, Any]:
-    """The summary's ``model`` entry before any promotion (``version`` None: not registered;
-    ``uri`` then None too)."""
-    name = model_name(task)
+def registered_model(name: str, version: str | None) -> dict[str, Any]:
+    """The summary's ``model`` entry of registered model ``name`` before any promotion
+    (``version`` None: not registered; ``uri`` then None too)."""
     uri = None if version is None else f"models:/{name}/{version}"
     return {
         "name": name,

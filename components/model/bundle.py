@@ -1,7 +1,9 @@
 """A trained model on disk: its config, vocabularies and weights in one folder.
 
-The folder holds ``config.json``, ``vocab.json`` and ``weights.pt``; it is what checkpoints,
-the MLflow model and ``attnlab predict`` load. Torch files (weights, training checkpoints) are
+The folder holds ``config.json``, ``vocab.json`` and ``weights.pt``, and ``task.json``: what the
+model keeps of its task (:mod:`attnlab.model.saved_task`), so that loading never reads the training
+data (bundles written before it load by building the task from the config, as they always did).
+It is what checkpoints, the MLflow model and ``attnlab predict`` load. Torch files (weights, training checkpoints) are
 read by :func:`load_weights`: weights-only, so a crafted file cannot run code. A folder whose
 files are missing, are not what they should be, or do not fit each other is refused by
 :class:`DamagedBundle` naming the file at fault. Importing this module does not import torch:
@@ -46,12 +48,20 @@ class DamagedBundle(UserError, ValueError):
     file and what is wrong with it."""
 
 
-def save_bundle(folder: Path, config: ExperimentConfig, model: Seq2Seq) -> Path:
-    """Write ``model`` and its ``config`` into ``folder`` (created if needed); returns it."""
+def save_bundle(folder: Path, config: ExperimentConfig, model: Seq2Seq, tasks: tuple[Task, Task | None] | None = None) -> Path:
+    """Write ``model``, its ``config`` and what it keeps of its ``tasks`` (task, test task or None;
+    built from the config when not given) into ``folder`` (created if needed); returns it."""
     import torch
+
+    from attnlab.model.saved_task import save_tasks
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    if tasks is None:
+        from attnlab.model.assembly import build_task
+
+        tasks = build_task(config), build_task(config, split="test") if config.test_task_options else None
+    save_tasks(folder, *tasks)
     (folder / "config.json").write_text(config.model_dump_json(indent=2))
     vocab = {"source": saved_tokens(model.src_vocab), "target": saved_tokens(model.tgt_vocab)}
     (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False))
@@ -61,17 +71,36 @@ def save_bundle(folder: Path, config: ExperimentConfig, model: Seq2Seq) -> Path:
 
 def load_bundle(folder: Path, device: str | torch.device = "cpu") -> tuple[ExperimentConfig, Task, Seq2Seq]:
     """Rebuild the config, task and model saved by :func:`save_bundle`, in eval mode;
-    :class:`DamagedBundle` when the folder's files are missing, damaged or do not fit together."""
-    from attnlab.model.assembly import build_model, build_task
+    :class:`DamagedBundle` when the folder's files are missing, damaged or do not fit together.
+    The task is the one the model saved when it reads data (:func:`bundle_tasks`)."""
+    from attnlab.model.assembly import build_model
 
     folder = Path(folder)
     config, (source, target) = read_bundle(folder)
-    task = build_task(config)
+    task, _ = bundle_tasks(folder, config)
     model = build_model(config, task, (vocab_of(source), vocab_of(target)))
     state = load_weights(folder / "weights.pt")
     check_weights(folder, model, state, lambda grown: build_model(config, task, grown, probe=False))
     model.load_state_dict(state)
     return config, task, model.to(device).eval()
+
+
+def bundle_tasks(folder: Path, config: ExperimentConfig) -> tuple[Task, Task | None]:
+    """The (task, test task or None) the model of bundle ``folder`` predicts with: restored from
+    its ``task.json`` for a task that reads data, else built from ``config``
+    (:func:`attnlab.model.saved_task.saved_tasks`); :class:`DamagedBundle` for a damaged ``task.json``."""
+    from attnlab.model.saved_task import TASK_FILE, saved_tasks
+
+    path = Path(folder) / TASK_FILE
+    data = _read_json(path)[1] if path.is_file() else None
+    try:
+        return saved_tasks(config, data)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        if data is None or not isinstance(data, dict) or not data.get("reads_data"):
+            raise
+        raise DamagedBundle(
+            f"{path} is not a saved task ({type(exc).__name__}: {exc}); restore the task.json saved with the model"
+        ) from None
 
 
 def read_bundle(folder: Path) -> tuple[ExperimentConfig, tuple[SavedTokens, SavedTokens]]:

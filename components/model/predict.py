@@ -6,8 +6,7 @@ from dataclasses import dataclass
 
 from attnlab.data.sources import source_problem
 from attnlab.data.vocab import EOS, pad_batch
-from attnlab.lab.config import ExperimentConfig
-from attnlab.model.assembly import Seq2Seq, build_task
+from attnlab.model.assembly import Seq2Seq
 from attnlab.model.decode import Decoded, beam_search, default_max_length, greedy_decode
 from attnlab.plugins import Task
 from attnlab.plugins.task import shown
@@ -31,14 +30,12 @@ class Prediction:
     head_weights: list[list[list[float]]] | None
 
 
-def source_limit(config: ExperimentConfig) -> int:
-    """The longest source a model of ``config`` is asked about: the longest its task produces for
-    training or, with ``test_task_options``, for testing (a test split may hold longer sources
-    than training saw)."""
-    longest = build_task(config).max_source_length
-    if config.test_task_options:
-        longest = max(longest, build_task(config, split="test").max_source_length)
-    return longest
+def source_limit(task: Task, test_task: Task | None = None) -> int:
+    """The longest source a model is asked about: the longest its task produces for training or,
+    with a ``test_task`` (``test_task_options``), for testing (a test split may hold longer
+    sources than training saw)."""
+    longest = task.max_source_length
+    return longest if test_task is None else max(longest, test_task.max_source_length)
 
 
 def source_issue(text: str, task: Task, model: Seq2Seq, longest: int | None = None, test_task: Task | None = None) -> str | None:

@@ -9,9 +9,13 @@ test task's longer sources included), refuse what it cannot take, then decode; a
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+
+import torch
 
 from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import Seq2Seq, build_task
+from attnlab.model.bundle import bundle_tasks, load_bundle
 from attnlab.model.predict import (
     Prediction,
     check_sources,
@@ -34,10 +38,20 @@ class Predictor:
     longest: int
 
     @classmethod
-    def of(cls, config: ExperimentConfig, task: Task, model: Seq2Seq) -> Predictor:
-        """The predictor of a loaded model (a bundle's or an MLflow model's three parts)."""
-        test_task = build_task(config, split="test") if config.test_task_options else None
-        return cls(config, task, model, test_task, source_limit(config))
+    def of(cls, config: ExperimentConfig, task: Task, model: Seq2Seq, test_task: Task | None = None) -> Predictor:
+        """The predictor of a model in memory; its test task built from the config when it has
+        test options and none is given."""
+        if test_task is None and config.test_task_options:
+            test_task = build_task(config, split="test")
+        return cls(config, task, model, test_task, source_limit(task, test_task))
+
+    @classmethod
+    def load(cls, folder: Path, device: str | torch.device = "cpu") -> Predictor:
+        """The predictor of bundle ``folder`` (:func:`attnlab.model.bundle.load_bundle`): a model of a
+        task that reads data takes the tasks it saved, never its training data."""
+        config, task, model = load_bundle(folder, device)
+        _, test_task = bundle_tasks(folder, config)
+        return cls.of(config, task, model, test_task)
 
     def issue(self, text: str) -> str | None:
         """Why the model cannot take ``text`` (naming it), or None (see :func:`source_issue`)."""

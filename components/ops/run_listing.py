@@ -23,6 +23,10 @@ SHORT_ID = 8
 CHAMPION_MARK = "*"
 #: The mark of the champion's run when its model cannot be loaded.
 UNUSABLE_MARK = "!"
+#: Characters of a data digest shown in tables (two versions of one file tell apart).
+SHORT_DIGEST = 8
+#: The tags a row reads: the registered model, the data digest, why a retrain did not train.
+MODEL_TAG, DATA_TAG, SKIPPED_TAG = "attnlab.model_name", "attnlab.data_version", "attnlab.retrain.skipped"
 
 Record = Mapping[str, Any]
 
@@ -60,7 +64,9 @@ def _number(metrics: Mapping[str, float], key: str) -> float | None:
 def run_row(record: Record, champion_runs: Iterable[str] | Mapping[str, str | None] = ()) -> dict[str, Any]:
     """One run as a row of ``attnlab runs --json``: ids, status, start (UTC), plugins and task,
     test exact match, token and sequence error rates, alignment accuracy, epochs trained, whether
-    it is the champion's run (``champion_runs``: the run ids of the model versions holding the
+    the registered model (``model``), the data digest (``data``), why a retrain did not train
+    (``skipped``, None when it did), whether it is the champion's run (``champion_runs``: the run
+    ids of the model versions holding the
     champion alias) and, for the champion, why its model cannot be loaded (``champion_runs`` as a
     mapping of run id to that reason or None; ``champion_unusable``)."""
     unusable = champion_runs.get(record["run_id"]) if isinstance(champion_runs, Mapping) else None
@@ -71,8 +77,11 @@ def run_row(record: Record, champion_runs: Iterable[str] | Mapping[str, str | No
         "name": record.get("run_name") or "",
         "experiment": record.get("experiment"),
         "status": record["status"],
+        "skipped": tags.get(SKIPPED_TAG),
         "start_time": started(record.get("start_time")),
         **{key: tags.get(key) or params.get(key) for key in ("task", "scorer", "encoder", "decoder")},
+        "model": tags.get(MODEL_TAG),
+        "data": tags.get(DATA_TAG),
         "exact_match": _number(metrics, "test_exact_match"),
         "token_error_rate": _number(metrics, "test_token_error_rate"),
         "sequence_error_rate": _number(metrics, "test_sequence_error_rate"),
@@ -99,8 +108,9 @@ def _table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def format_runs(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The rows of :func:`run_row` as a text table, the champion's run marked ``*``; the error
-    rates headed ``token_err`` and ``seq_err``."""
+    """The rows of :func:`run_row` as a text table, the champion's run marked ``*``, a retrain
+    that did not train shown ``SKIPPED``; the error rates headed ``token_err`` and ``seq_err``,
+    the data digest cut to :data:`SHORT_DIGEST` characters."""
     if not rows:
         return ""
     columns = (
@@ -110,12 +120,14 @@ def format_runs(rows: Sequence[Mapping[str, Any]]) -> str:
         "status",
         "started (UTC)",
         "task",
+        "model",
         "scorer/encoder/decoder",
         "exact_match",
         "token_err",
         "seq_err",
         "alignment",
         "epochs",
+        "data",
     )
     body = []
     for row in rows:
@@ -125,18 +137,22 @@ def format_runs(rows: Sequence[Mapping[str, Any]]) -> str:
                 (UNUSABLE_MARK if row.get("champion_unusable") else CHAMPION_MARK) if row["champion"] else "",
                 short_id(row["run_id"]),
                 row["name"],
-                row["status"],
+                "SKIPPED" if row.get("skipped") else row["status"],
                 row["start_time"],
                 row.get("task") or "-",
+                row.get("model") or "-",
                 "-" if plugins == "-/-/-" else plugins,
                 _shown(row["exact_match"]),
                 _shown(row.get("token_error_rate")),
                 _shown(row.get("sequence_error_rate")),
                 _shown(row["alignment"]),
                 _shown(row["epochs"]),
+                (row.get("data") or "-")[:SHORT_DIGEST],
             )
         )
     text = _table(columns, body)
+    if any(row.get("skipped") for row in rows):
+        text += "\nSKIPPED: a scheduled retrain that did not train (its data was already trained on; the reason is its description)"
     if any(row["champion"] and not row.get("champion_unusable") for row in rows):
         text += f"\n{CHAMPION_MARK} champion: the run of the model version that holds the alias 'champion'"
     for row in rows:

@@ -13,11 +13,12 @@ import logging
 import sys
 import time
 from collections.abc import Callable, Iterator
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnlab.data.splits import EncodedExamples, Splits, encode_examples, make_splits
+from attnlab.data.splits import EncodedExamples, Splits, encode_examples, make_splits, split_sizes
 from attnlab.evaluation.metrics import Evaluation, evaluate
 from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import Seq2Seq, build_model, build_task
@@ -38,12 +39,13 @@ class ExperimentResult:
     evaluation: Evaluation
 
 
-def prepare_data(config: ExperimentConfig) -> tuple[Task, Splits]:
-    """The configured task and its train/validation/test splits (disjoint by value)."""
+def prepare_data(config: ExperimentConfig, benchmark: AbstractSet[str] = frozenset()) -> tuple[Task, Splits]:
+    """The configured task and its train/validation/test splits (disjoint by value), none of the
+    keys of ``benchmark`` (a registered model's benchmark set) in training or validation."""
     task = build_task(config)
     test_task = build_task(config, split="test") if config.test_task_options else None
-    sizes = (config.train_size, config.validation_size, config.test_size)
-    return task, make_splits(task, sizes, config.seed, test_task)
+    sizes = split_sizes(task, (config.train_size, config.validation_size, config.test_size))
+    return task, make_splits(task, sizes, config.seed, test_task, benchmark)
 
 
 def train_model(

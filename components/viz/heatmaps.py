@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -222,8 +223,12 @@ def head_heatmaps(
 
 
 def save_figure(fig: Figure, path: str | Path) -> Path:
-    """Save ``fig`` as a PNG (dpi 120, tight bounding box), creating parent folders; return the path."""
+    """Save ``fig`` as a PNG (dpi 120, tight bounding box), creating parent folders; return the path.
+    A character no installed font draws (an emoji in a user's data) is drawn as a box without
+    matplotlib's warning on stderr: the figure still shows where it is."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png", dpi=120, bbox_inches="tight")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from", category=UserWarning)
+        fig.savefig(path, format="png", dpi=120, bbox_inches="tight")
     return path

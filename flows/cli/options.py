@@ -46,6 +46,13 @@ BatchSize = Annotated[str | None, typer.Option(metavar="N", help="batch size")]
 LearningRate = Annotated[str | None, typer.Option(metavar="FLOAT", help="Adam learning rate")]
 BeamSize = Annotated[str | None, typer.Option(metavar="N", help="beam size at evaluation (1 = greedy)")]
 Device = Annotated[str | None, typer.Option(metavar="DEVICE", help="auto, cpu, cuda or cuda:N")]
+ModelName = Annotated[
+    str | None,
+    typer.Option(
+        metavar="NAME",
+        help="registered model (and default experiment): default attnlab-<task>, or attnlab-<task>-<file name> for a task reading a file",
+    ),
+]
 ConfigFile = Annotated[
     Path | None, typer.Option("--config", metavar="FILE.yaml", help="YAML file of config keys; command-line flags override it")
 ]
@@ -61,7 +68,7 @@ ConfigOptions = Annotated[
 
 # --------------------------------------------------------------------------- where and how
 
-Experiment = Annotated[str | None, typer.Option(metavar="NAME", help="MLflow experiment (default: attnlab-<task>)")]
+Experiment = Annotated[str | None, typer.Option(metavar="NAME", help="MLflow experiment (default: the registered model's name)")]
 JsonOutput = Annotated[bool, typer.Option("--json", help="print the summary as one JSON object")]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="show Prefect's and MLflow's logs")]
 
@@ -80,6 +87,7 @@ CONFIG_FLAGS: dict[str, Any] = {
     "learning_rate": LearningRate,
     "beam_size": BeamSize,
     "device": Device,
+    "model_name": ModelName,
 }
 
 

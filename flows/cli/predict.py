@@ -9,9 +9,9 @@ from pathlib import Path
 
 import typer
 
+from attnlab.flows.cli.predict_outputs import check_outputs, save_heatmaps, write_page
 from attnlab.flows.cli.support import quiet, user_errors
 from attnlab.flows.tracking.errors import UserError
-from attnlab.lab.output_paths import check_output_file
 from attnlab.model.uri import bundle_folder, check_model_option
 
 
@@ -20,17 +20,15 @@ def register(app: typer.Typer) -> None:
     app.command()(predict)
 
 
-def open_store(model: str | None, task: str) -> str:
-    """Point MLflow at the tracking store and return the model URI to load; UserError when the
-    task has no registered model or champion yet."""
+def open_store(model: str | None, name: str, task: str) -> str:
+    """Point MLflow at the tracking store and return the model URI to load (``model``, else the
+    champion of registered model ``name``); UserError when that model has no champion yet."""
     from attnlab.flows.tracking import registry as model_registry
     from attnlab.flows.tracking import store_guard
     from attnlab.flows.tracking.store import check_store, resolve_store, use_store
-    from attnlab.lab.names import model_name
 
     store = resolve_store()
     if model is None:
-        name = model_name(task)
         if store.embedded and not (store.folder / "mlflow.db").exists():
             store_guard.check_not_lost(store.folder)  # the database is lost, not yet to be made
             raise UserError(
@@ -40,51 +38,74 @@ def open_store(model: str | None, task: str) -> str:
         use_store(store)
         from mlflow import MlflowClient
 
-        if model_registry.champion_version(MlflowClient(), name) is None:
-            raise UserError(
-                f"no registered model {name!r} with a {model_registry.CHAMPION!r} yet in {store.tracking_uri}; "
-                f"train one first: attnlab train --task {task}"
-            )
+        client = MlflowClient()
+        if model_registry.champion_version(client, name) is None:
+            raise UserError(f"no registered model {name!r} with a {model_registry.CHAMPION!r} yet in {store.tracking_uri}; "
+                            + others_hint(client, name, task))  # fmt: skip
     else:
         check_store(store, writable=False)
         use_store(store)
-    return model_registry.resolve_model_uri(model, task)
+    return model_registry.resolve_model_uri(model, name)
 
 
-def model_config(model: str | None, uri: str | None) -> dict | None:
-    """The config (as saved, a plain dict) of the model to load, read without loading it or
-    importing torch: a bundle folder's ``config.json`` (checked with the folder's other files:
-    :class:`~attnlab.model.bundle.DamagedBundle` names a missing or damaged one), else that file alone
-    downloaded from the MLflow model at ``uri``; None when it cannot be had that way (loading
-    the model then says why)."""
+def others_hint(client, name: str, task: str) -> str:
+    """What to do when ``name`` has no champion: choose another registered model of the task
+    (listed), or train one."""
+    from attnlab.lab.names import model_name
+
+    prefix = model_name(task)
+    others = sorted(m.name for m in client.search_registered_models() if m.name.startswith(prefix) and m.name != name)
+    if others:
+        return f"registered models of task {task!r}: {', '.join(others)}; choose one with --model-name"
+    return f"train one first: attnlab train --task {task}"
+
+
+def model_files(model: str | None, uri: str | None) -> tuple[dict, dict | None] | None:
+    """The config and saved task (``config.json`` and ``task.json`` as plain dicts; None for a
+    model saved without a task file) of the model to load, read without loading it or importing
+    torch: from a bundle folder (checked with the folder's other files:
+    :class:`~attnlab.model.bundle.DamagedBundle` names a missing or damaged one), else downloaded
+    from the MLflow model at ``uri``; None when they cannot be had that way (loading the model
+    then says why)."""
     folder = bundle_folder(model)
     if folder is not None:
         from attnlab.model.bundle import read_bundle
 
-        return read_bundle(folder)[0].model_dump(mode="json")
+        task_file = folder / "task.json"
+        task = json.loads(task_file.read_text()) if task_file.is_file() else None
+        return read_bundle(folder)[0].model_dump(mode="json"), task if isinstance(task, dict) else None
     import tempfile
 
     import mlflow.artifacts
 
     # The pyfunc model keeps its bundle under artifacts/<pyfunc.BUNDLE>/.
-    wanted = f"{uri.rstrip('/')}/artifacts/bundle/config.json"
+    found: list[dict | None] = []
     with tempfile.TemporaryDirectory() as scratch:
-        try:
-            path = mlflow.artifacts.download_artifacts(artifact_uri=wanted, dst_path=scratch)
-            config = json.loads(Path(path).read_text())
-        except Exception:  # noqa: BLE001  only a head start: loading the model reports why
-            return None
-    return config if isinstance(config, dict) else None
+        for name in ("config.json", "task.json"):
+            try:
+                path = mlflow.artifacts.download_artifacts(artifact_uri=f"{uri.rstrip('/')}/artifacts/bundle/{name}", dst_path=scratch)
+                data = json.loads(Path(path).read_text())
+            except Exception:  # noqa: BLE001  only a head start: loading the model reports why
+                data = None
+            found.append(data if isinstance(data, dict) else None)
+    return None if found[0] is None else (found[0], found[1])
 
 
-def check_inputs(texts: list[str], config: dict | None) -> None:
-    """UserError naming the first of ``texts`` that the task of ``config`` refuses (see
-    :meth:`attnlab.plugins.Task.check_source`), before any model is loaded."""
-    if config is None:
+def check_inputs(texts: list[str], files: tuple[dict, dict | None] | None) -> None:
+    """UserError naming the first of ``texts`` that the task of a model refuses (see
+    :meth:`attnlab.plugins.Task.check_source`), before any model is loaded; ``files``: the
+    model's config and saved task (:func:`model_files`)."""
+    if files is None:
         return
-    from attnlab.data.sources import config_tasks, first_problem
+    from attnlab.data.sources import first_problem
+    from attnlab.lab.config import ExperimentConfig
+    from attnlab.model.saved_task import saved_tasks
 
-    problem = first_problem(texts, *config_tasks(config))
+    try:
+        tasks = saved_tasks(ExperimentConfig.model_validate(files[0]), files[1])
+    except Exception:  # noqa: BLE001  only a head start: loading the model reports why
+        return
+    problem = first_problem(texts, *tasks)
     if problem is not None:
         raise UserError(problem)
 
@@ -94,23 +115,12 @@ def load_model(model: str | None, uri: str | None):
     MLflow model at ``uri``."""
     folder = bundle_folder(model)
     if folder is not None:
-        from attnlab.model.bundle import load_bundle
         from attnlab.model.predictor import Predictor
 
-        return str(model), Predictor.of(*load_bundle(folder))
+        return str(model), Predictor.load(folder)
     from attnlab.flows.tracking import registry as model_registry
 
     return uri, model_registry.load_predictor(uri)
-
-
-def check_outputs(plot: Path | None, html: Path | None, count: int) -> None:
-    """Refuse at once (before any model loads) a --plot or --html path that cannot be written,
-    with every heatmap file the inputs would give (:mod:`attnlab.lab.output_paths`)."""
-    if plot is not None:
-        for path in _plot_paths(plot, count):
-            check_output_file("--plot", path, "heatmap.png")
-            check_output_file("--plot", _heads_path(path), "heatmap.png")
-    check_output_file("--html", html, "explorer.html")
 
 
 def check_task(task: str) -> None:
@@ -120,49 +130,6 @@ def check_task(task: str) -> None:
     problem = unknown_plugin("task", task)
     if problem:
         raise UserError(f"--task: {problem}")
-
-
-def write_page(html: Path, seq2seq, texts: list[str], uri: str, config) -> str:
-    """The explorer page (:mod:`attnlab.viz.explorer`) of the model's attention on ``texts`` written
-    to ``html``; its path. Targets and gold alignments are unknown (null)."""
-    from attnlab.viz.explorer import write_explorer
-    from attnlab.viz.explorer_data import describe, inputs_document
-
-    try:
-        return str(write_explorer(inputs_document(seq2seq, texts, uri, describe(config)), html))
-    except OSError as exc:
-        raise UserError(f"--html {str(html)!r} cannot be written: {exc.strerror or exc}") from None
-
-
-def _plot_paths(plot: Path, count: int) -> list[Path]:
-    if count == 1:
-        return [plot]
-    return [plot.with_name(f"{plot.stem}-{i + 1}{plot.suffix or '.png'}") for i in range(count)]
-
-
-def _heads_path(path: Path) -> Path:
-    return path.with_name(f"{path.stem}-heads{path.suffix or '.png'}")
-
-
-def save_heatmaps(plot: Path, results, uri: str) -> list[str]:
-    """The attention heatmap of each result (and its per-head figure, for several heads) saved
-    under ``plot`` (FILE-N.png for several); their paths."""
-    if any(r.weights is None for r in results):
-        raise UserError(f"model {uri} does not attend (scorer 'none'); there is no heatmap to plot")
-    from attnlab.viz.heatmaps import attention_heatmap, head_heatmaps, save_figure
-
-    saved = []
-    for result, path in zip(results, _plot_paths(plot, len(results))):
-        title = f"{result.source} -> {result.output}"
-        figures = [(attention_heatmap(result.weights, result.source_tokens, result.output_tokens, title), path)]
-        if result.head_weights is not None:
-            figures.append((head_heatmaps(result.head_weights, result.source_tokens, result.output_tokens, title), _heads_path(path)))
-        for figure, where in figures:
-            try:
-                saved.append(str(save_figure(figure, where)))
-            except OSError as exc:
-                raise UserError(f"--plot {str(where)!r} cannot be written: {exc.strerror or exc}") from None
-    return saved
 
 
 def input_options(
@@ -193,14 +160,14 @@ def input_options(
     return source, beam
 
 
-def predict_file(source: str, model: str | None, task: str, beam: int, json_output: bool, skip_bad: bool) -> None:
+def predict_file(source: str, model: str | None, name: str, task: str, beam: int, json_output: bool, skip_bad: bool) -> None:
     """Predict the source lines of --file ``source`` (stdin for '-') in batches, printing each
     batch as it is decoded (see :mod:`attnlab.flows.cli.predict_lines`)."""
     from attnlab.flows.cli.predict_lines import open_input, predict_lines
 
     stream = open_input(source)
     try:
-        _, predictor = load_model(model, None if bundle_folder(model) else open_store(model, task))
+        _, predictor = load_model(model, None if bundle_folder(model) else open_store(model, name, task))
 
         def decode(texts: list[str]) -> list[str]:
             return [r.output for r in predictor.predict(texts, beam)]
@@ -221,6 +188,12 @@ def predict(
         None, metavar="URI", help="MLflow model URI (models:/NAME@ALIAS, models:/NAME/VERSION, runs:/ID/model) or a bundle folder"
     ),
     task: str = typer.Option("date", metavar="NAME", help="task whose champion to use when --model is not given"),
+    model_name: str | None = typer.Option(
+        None,
+        "--model-name",
+        metavar="NAME",
+        help="registered model whose champion to use when --model is not given (default: attnlab-<task>), e.g. attnlab-pairs-lexicon",
+    ),
     plot: Path | None = typer.Option(
         None, metavar="FILE.png", help="save the attention heatmap here (PNG; FILE-N.png for several inputs; missing folders are created)"
     ),
@@ -257,27 +230,12 @@ def predict(
         source, beam = input_options(texts, file, skip_bad, beam_size, plot, html)
         check_model_option(model)
         check_task(task)
+        name = chosen_model(model_name, model, task)
         if source is not None:
-            predict_file(source, model, task, beam, json_output, skip_bad)
+            predict_file(source, model, name, task, beam, json_output, skip_bad)
             return
         check_outputs(plot, html, len(texts))
-        config = None
-        if model is None:  # the champion: its config read without MLflow, where the store allows
-            from attnlab.flows.tracking.champion_config import champion_config
-            from attnlab.flows.tracking.store import resolve_store
-            from attnlab.lab.names import model_name
-
-            where = resolve_store()
-            config = champion_config(where.folder, model_name(task)) if where.embedded else None
-            check_inputs(texts, config)
-        uri = None if bundle_folder(model) else open_store(model, task)
-        if config is None:  # not read yet: from the bundle folder or the MLflow model
-            check_inputs(texts, model_config(model, uri))  # before torch and the model load
-        uri, predictor = load_model(model, uri)
-        try:
-            results = predictor.predict(texts, beam)
-        except ValueError as exc:
-            raise UserError(str(exc)) from None
+        uri, predictor, results = predict_texts(texts, model, name, task, beam)
         saved = save_heatmaps(plot, results, uri) if plot is not None else []
         page = write_page(html, predictor.model, texts, uri, predictor.config) if html is not None else None
     if json_output:
@@ -290,3 +248,38 @@ def predict(
         typer.echo(f"{result.source} -> {result.output}")
     for path in [*saved, *([page] if page else [])]:
         typer.echo(f"saved {path}", err=True)
+
+
+def chosen_model(model_name: str | None, model: str | None, task: str) -> str:
+    """The registered model whose champion ``predict`` uses: ``--model-name`` (refused beside
+    ``--model``, and when not a safe name), else ``attnlab-<task>``."""
+    from attnlab.lab.names import check_name
+    from attnlab.lab.names import model_name as default_name
+
+    if model_name is None:
+        return default_name(task)
+    if model is not None:
+        raise UserError(f"--model-name {model_name!r} chooses a champion and --model {model!r} a model: give one of them")
+    return check_name(model_name, "--model-name")
+
+
+def predict_texts(texts: list[str], model: str | None, name: str, task: str, beam: int):
+    """(uri, predictor, predictions) of ``texts``: each input checked against the model's task
+    before the model (and torch) loads, from the champion's files in the embedded store where it
+    can, else from the bundle folder or the MLflow model."""
+    files = None
+    if model is None:  # the champion: its files read without MLflow, where the store allows
+        from attnlab.flows.tracking.champion_config import champion_config
+        from attnlab.flows.tracking.store import resolve_store
+
+        where = resolve_store()
+        files = champion_config(where.folder, name) if where.embedded else None
+        check_inputs(texts, files)
+    uri = None if bundle_folder(model) else open_store(model, name, task)
+    if files is None:  # not read yet: from the bundle folder or the MLflow model
+        check_inputs(texts, model_files(model, uri))  # before torch and the model load
+    uri, predictor = load_model(model, uri)
+    try:
+        return uri, predictor, predictor.predict(texts, beam)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None

@@ -87,14 +87,17 @@ def recent_runs(client, experiments: dict[str, str], statuses: tuple[str, ...], 
     return [run_record(run, experiments.get(run.info.experiment_id)) for run in found[:limit]]
 
 
-def champion_runs(client, tasks: set[str]) -> dict[str, str | None]:
-    """The run ids of the model versions holding the champion alias of ``attnlab-<task>``, each
-    with why its model cannot be loaded (as the last promotion found it), or None."""
+def champion_runs(client, records: list[dict[str, Any]]) -> dict[str, str | None]:
+    """The run ids of the model versions holding the champion alias of the registered models of
+    ``records`` (tag ``attnlab.model_name``; ``attnlab-<task>`` for a run logged before it),
+    each with why its model cannot be loaded (as the last promotion found it), or None."""
     from attnlab.flows.tracking.promote import UNUSABLE_TAG
     from attnlab.flows.tracking.registry import champion_version
+    from attnlab.flows.tracking.runs import MODEL_NAME_TAG
     from attnlab.lab.names import model_name
 
-    holders = (champion_version(client, model_name(task)) for task in sorted(tasks))
+    names = {r["tags"].get(MODEL_NAME_TAG) or model_name(r["tags"]["task"]) for r in records if r["tags"].get("task")}
+    holders = (champion_version(client, name) for name in sorted(names))
     return {v.run_id: (v.tags or {}).get(UNUSABLE_TAG) for v in holders if v is not None and v.run_id}
 
 
@@ -141,7 +144,7 @@ def _listing(experiment: str | None, task: str | None, statuses: tuple[str, ...]
     store, client = open_store()
     experiments = chosen_experiments(client, store, experiment, task)
     records = recent_runs(client, experiments, statuses, limit)
-    champions = champion_runs(client, {r["tags"]["task"] for r in records if r["tags"].get("task")})
+    champions = champion_runs(client, records)
     rows = [run_row(record, champions) for record in records]
     names = sorted(experiments.values())
     payload = {"tracking_uri": store.tracking_uri, "experiments": names, "runs": rows}

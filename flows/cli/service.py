@@ -114,7 +114,9 @@ def store_env(store) -> dict[str, str]:
 def schedule(
     cron: str = typer.Option(..., metavar="'MIN HOUR DAY MONTH WEEKDAY'", help="when to retrain, e.g. '0 3 * * *' (03:00 every day)"),
     timezone: str = typer.Option("UTC", metavar="TZ", help="time zone of the cron expression (IANA name)"),
-    name: str | None = typer.Option(None, metavar="NAME", help="deployment name (default: the task's name)"),
+    name: str | None = typer.Option(
+        None, metavar="NAME", help="deployment name (default: the registered model's name without 'attnlab-', e.g. date)"
+    ),
     margin: float = typer.Option(
         0.0, metavar="FLOAT", help="exact-match difference on the benchmark a challenger must exceed (0: strictly better)"
     ),
@@ -134,6 +136,9 @@ def schedule(
         help="model versions kept after each run: the newest N (at least 2), the champion and the one before it; "
         "older ones are deleted from the registry (their runs and files stay)",
     ),  # fmt: skip
+    retrain_always: bool = typer.Option(
+        False, "--retrain-always", help="retrain at every tick, also on a file that the champion or the last retrain already trained on"
+    ),
     source: ConfigSource = DEFAULT_SOURCE,
     experiment: Experiment = None,
     verbose: Verbose = False,
@@ -147,18 +152,18 @@ def schedule(
         check_retrain_settings(margin, benchmark_size, keep)
         cron_schedule, busy = check_schedule(cron, timezone), check_busy_policy(max_concurrent, when_busy)
         config = build_config(source.file, source.flags, source.options)
-        url, store = check_surroundings(config, experiment, work_pool)
+        url, store, train_size = check_surroundings(config, experiment, work_pool)
         when = next_run(cron, timezone)
     os.environ.update(store_env(store))
     if user_level is None:  # runs log at INFO (Prefect UI and this terminal); a level the user set wins
         os.environ["PREFECT_LOGGING_LEVEL"] = "INFO"
     from prefect.deployments.runner import EntrypointType
 
-    deployment = name or config.task
+    deployment = name or config.registered_model().removeprefix("attnlab-")
     parameters = {"config": config.model_dump(mode="json"), "margin": margin, "benchmark_size": benchmark_size, "experiment": experiment,
-                  "concurrent_runs": max_concurrent, "keep": keep}  # fmt: skip
+                  "concurrent_runs": max_concurrent, "keep": keep, "retrain_always": retrain_always, "verbose": verbose}  # fmt: skip
     created = f"deployment '{FLOW_NAME}/{deployment}' created on {url}: cron '{cron}' ({timezone}), next run {when}"
-    lines = schedule_lines(config, store.tracking_uri, margin, max_concurrent, when_busy, keep, deployment)
+    lines = schedule_lines(config, train_size, store.tracking_uri, margin, max_concurrent, when_busy, keep, deployment, retrain_always)
     settings = dict(
         name=deployment, parameters=parameters, entrypoint_type=EntrypointType.MODULE_PATH, schedule=cron_schedule, concurrency_limit=busy
     )
@@ -168,21 +173,22 @@ def schedule(
         serve_here(deployment, settings, created, lines)
 
 
-def check_surroundings(config, experiment: str | None, work_pool: str | None) -> tuple[str, Any]:
-    """(Prefect's API URL, the MLflow store), each checked to answer, once the config's plugins,
-    the experiment name, the device and the work pool are checked; UserError for the first problem."""
+def check_surroundings(config, experiment: str | None, work_pool: str | None) -> tuple[str, Any, int]:
+    """(Prefect's API URL, the MLflow store, the training examples of each run), each checked to
+    answer, once the config's plugins, the experiment name, the device and the work pool are
+    checked; UserError for the first problem."""
     from attnlab.flows.cli.train import check_start
     from attnlab.flows.tracking.store import check_store, resolve_store
 
     # Served here, runs train on this machine; a work pool's workers may have the device.
     check_start(config, experiment, device=not work_pool)
-    check_config(config)
+    train_size = check_config(config)[0]
     url = prefect_api()
     store = resolve_store()
     check_store(store)
     if work_pool:
         check_work_pool(work_pool, url)
-    return url, store
+    return url, store, train_size
 
 
 def check_retrain_settings(margin: float, benchmark_size: int, keep: int) -> None:
@@ -199,19 +205,35 @@ def check_retrain_settings(margin: float, benchmark_size: int, keep: int) -> Non
         raise UserError(f"--{keep_problem(keep)}")
 
 
-def schedule_lines(config, tracking_uri: str, margin: float, max_concurrent: int, when_busy: str, keep: int, deployment: str) -> list[str]:
+def training_data(config, train_size: int, retrain_always: bool) -> str:
+    """What each run trains on: fresh examples, or a file's (and when a tick trains at all)."""
+    path = config.task_options.get("path")
+    if not path:
+        return f"{train_size} fresh training examples each run"
+    when = "every run" if retrain_always else "only when its data differs from what the champion and the last retrain trained on"
+    return f"{train_size} training sources of {path}, {when}"
+
+
+def schedule_lines(
+    config,
+    train_size: int,
+    tracking_uri: str,
+    margin: float,
+    max_concurrent: int,
+    when_busy: str,
+    keep: int,
+    deployment: str,
+    retrain_always: bool = False,
+) -> list[str]:
     """What a deployment does, said once it is created: what it retrains and promotes, how many run
     at once, what it prunes and how to trigger it by hand."""
-    from attnlab.lab.names import model_name
-
     them = "it" if max_concurrent == 1 else "them"
     busy = "skipped (its run is cancelled)" if when_busy == "skip" else "queued"
     return [
-        f"retrains {config.scorer}/{config.encoder}/{config.decoder} on {config.task} ({config.train_size} fresh "
-        f"training examples each run); promotes a challenger that beats the champion by more than {margin} on the "
-        f"benchmark set; tracking: {tracking_uri}",
+        f"retrains {config.scorer}/{config.encoder}/{config.decoder} on {config.task} ({training_data(config, train_size, retrain_always)}); "
+        f"promotes a challenger that beats the champion by more than {margin} on the benchmark set; tracking: {tracking_uri}",
         f"at most {max_concurrent} run{'s' * (max_concurrent != 1)} at a time; a tick that finds {them} still going is {busy}",
-        f"keeps the newest {keep} versions of {model_name(config.task)}, the champion and the one before it; each run deletes "
+        f"keeps the newest {keep} versions of {config.registered_model()}, the champion and the one before it; each run deletes "
         "older ones from the registry (their runs and files stay)",
         f"trigger a run by hand: prefect deployment run '{FLOW_NAME}/{deployment}'",
     ]

@@ -88,19 +88,21 @@ def check_plugin_names(config) -> None:
             raise UserError(problem)
 
 
-def check_config(config) -> None:
+def check_config(config) -> tuple[int, int, int]:
     """Fail fast (before Prefect or MLflow start) on unknown plugins, options they refuse and data
-    sizes the task cannot provide."""
-    from attnlab.data.splits import check_sizes
+    sizes the task cannot provide; the (train, validation, test) sizes the run will have."""
+    from attnlab.data.splits import check_sizes, split_sizes
     from attnlab.model.assembly import build_model, build_task
 
     task = build_task(config)
     build_model(config, task)
     test_task = build_task(config, split="test") if config.test_task_options else None
     try:
-        check_sizes(task, (config.train_size, config.validation_size, config.test_size), test_task)
+        sizes = split_sizes(task, (config.train_size, config.validation_size, config.test_size))
+        check_sizes(task, sizes, test_task)
     except ValueError as exc:
         raise UserError(str(exc)) from None
+    return sizes
 
 
 class _DropInterruptNoise(logging.Filter):

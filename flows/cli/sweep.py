@@ -87,7 +87,7 @@ def task_runner(runner: str, max_parallel: int, dask_address: str | None):
     return DaskTaskRunner(cluster_kwargs={"n_workers": max_parallel, "threads_per_worker": 1, "processes": True, "dashboard_address": None})
 
 
-@config_command("epochs", "train_size", "hidden_size", "learning_rate")
+@config_command("epochs", "train_size", "hidden_size", "learning_rate", "model_name")
 def sweep(
     task: Tasks = None,
     scorer: Scorers = None,
@@ -106,7 +106,9 @@ def sweep(
     experiment: Experiment = None,
     save_plots: Path | None = typer.Option(None, metavar="DIR", help="also copy the sweep's figures into this folder (created if missing)"),
     register: bool = typer.Option(
-        False, "--register", help="register every finished run as attnlab-<task> and promote by the one rule (benchmark, lock)"
+        False,
+        "--register",
+        help="register every finished run (as --model-name, default attnlab-<task>) and promote by the one rule (benchmark, lock)",
     ),
     log_models: bool = typer.Option(
         False, "--log-models", help="log every run's model to MLflow (off by default: a sweep compares; --register logs them anyway)"

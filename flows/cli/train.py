@@ -147,13 +147,14 @@ def run_training(
         server = start_in_background()  # boots while torch, MLflow and Prefect are imported here
     with watch("check"):
         check_start(config, experiment)
-        check_config(config)
+        sizes = check_config(config)
         from attnlab.flows.tracking.store import check_store, resolve_store
 
         store = resolve_store()
         check_store(store)  # an unreachable server is reported before training
         if resume is not None:
             config, experiment = resumed_config(resume)
+            sizes = check_config(config)
     with watch("imports"):
         from attnlab.flows.train_flow import train_flow  # noqa: F401  imported while Prefect boots
 
@@ -164,7 +165,7 @@ def run_training(
             server = None  # Prefect has an API URL of its own
     typer.echo(
         f"{f'resuming run {resume}: ' if resume else ''}training {config.scorer}/{config.encoder}/{config.decoder} on {config.task} "
-        f"({config.train_size}/{config.validation_size}/{config.test_size} examples, up to "
+        f"({'/'.join(map(str, sizes))} examples, up to "
         f"{config.epochs} epochs); tracking: {store.tracking_uri}",
         err=True,
     )

@@ -1,8 +1,9 @@
-"""The champion's config read straight from the embedded store, without importing MLflow.
+"""The champion's config and saved task read straight from the embedded store, without importing
+MLflow.
 
 ``attnlab predict`` checks its inputs against the model's task before anything heavy starts; for
-the default model (the task's champion on the embedded store) that takes the saved config, which
-this module reads from the SQLite file (read-only) and the model's artifacts folder: ~0.1 s
+the default model (the registered model's champion on the embedded store) that takes the saved
+config and ``task.json`` (:mod:`attnlab.model.saved_task`), which this module reads from the SQLite file (read-only) and the model's artifacts folder: ~0.1 s
 instead of ~2 s of importing MLflow. Anything unexpected (another store, another schema, a file
 missing) gives None, and the command takes the usual way through MLflow.
 """
@@ -23,9 +24,10 @@ WHERE a.name = ? AND a.alias = ?
 """
 
 
-def champion_config(folder: Path, name: str, alias: str = "champion") -> dict | None:
-    """The saved config (a plain dict) of the version of ``name`` holding ``alias`` in the embedded
-    store in ``folder``; None when it cannot be read this way."""
+def champion_config(folder: Path, name: str, alias: str = "champion") -> tuple[dict, dict | None] | None:
+    """The saved config and ``task.json`` (plain dicts; None for a model saved without one) of the
+    version of ``name`` holding ``alias`` in the embedded store in ``folder``; None when the config
+    cannot be read this way."""
     db = folder / "mlflow.db"
     if not db.is_file():
         return None
@@ -37,9 +39,15 @@ def champion_config(folder: Path, name: str, alias: str = "champion") -> dict | 
     if not row or not str(row[0]).startswith("file://"):
         return None
     # The pyfunc model keeps its bundle under artifacts/bundle/ (see attnlab.flows.pyfunc).
-    path = Path(unquote(urlsplit(row[0]).path)) / "artifacts" / "bundle" / "config.json"
+    bundle = Path(unquote(urlsplit(row[0]).path)) / "artifacts" / "bundle"
+    config, task = _json(bundle / "config.json"), _json(bundle / "task.json")
+    return None if config is None else (config, task)
+
+
+def _json(path: Path) -> dict | None:
+    """The JSON object in ``path``; None when it is missing or not one."""
     try:
-        config = json.loads(path.read_text())
+        data = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    return config if isinstance(config, dict) else None
+    return data if isinstance(data, dict) else None

@@ -15,7 +15,6 @@ from mlflow.exceptions import MlflowException
 import mlflow
 from attnlab.flows.tracking.errors import ModelUnusable, UserError
 from attnlab.flows.tracking.store import already_exists, is_missing, reason
-from attnlab.lab.names import model_name
 from mlflow import MlflowClient
 
 if TYPE_CHECKING:  # torch comes with it: `attnlab predict` loads the registry before torch
@@ -101,12 +100,13 @@ def _versions_of_run(client: MlflowClient, name: str, run_id: str) -> list:
 def log_and_register_model(
     client: MlflowClient, run_id: str, bundle: Path, config: ExperimentConfig, test_score: float, examples: list[str]
 ) -> str:
-    """Log the pyfunc model (``model``) of the run and register it as ``attnlab-<task>``; returns
+    """Log the pyfunc model (``model``) of the run and register it under the config's registered
+    model name (:meth:`~attnlab.lab.config.ExperimentConfig.registered_model`); returns
     the version, tagged with its test score and the plugins. A retry reuses the version the run
     already has."""
     from attnlab.flows.tracking.runs import run_tags
 
-    name = model_name(config.task)
+    name = config.registered_model()
     tags = {TEST_SCORE_TAG: repr(float(test_score)), **run_tags(config)}
     existing = _versions_of_run(client, name, run_id)
     if existing:
@@ -133,13 +133,13 @@ def champion_version(client: MlflowClient, name: str):
     return None if version is None else client.get_model_version(name, str(version))
 
 
-def resolve_model_uri(model: str | None, task: str) -> str:
+def resolve_model_uri(model: str | None, name: str) -> str:
     """``model`` as given (UserError when it is empty or a malformed ``models:/``/``runs:/``
-    URI, see :func:`attnlab.model.uri.check_model_uri`), or for None the champion of the task's
-    registered model."""
+    URI, see :func:`attnlab.model.uri.check_model_uri`), or for None the champion of registered
+    model ``name``."""
     from attnlab.model.uri import check_model_uri
 
-    return f"models:/{model_name(task)}@{CHAMPION}" if model is None else check_model_uri(model)
+    return f"models:/{name}@{CHAMPION}" if model is None else check_model_uri(model)
 
 
 def load_predictor(uri: str):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import os
 import time
@@ -31,6 +32,7 @@ from attnlab.flows.tracking.store import Store, already_exists
 from attnlab.lab.config import ExperimentConfig
 from attnlab.ops import stale_runs
 from attnlab.plugins import Task
+from attnlab.training.progress import PROGRESS_LOGGER
 from mlflow import MlflowClient
 
 #: Per-epoch metrics from the training callback -> their MLflow names.
@@ -82,9 +84,19 @@ def config_params(config: ExperimentConfig) -> dict[str, str]:
     return {key: as_param(value) for key, value in config.model_dump(mode="json").items()}
 
 
+#: The registered model a run's model belongs to (and whose champion it may become).
+MODEL_NAME_TAG = "attnlab.model_name"
+
+
 def run_tags(config: ExperimentConfig) -> dict[str, str]:
-    """Tags that make runs easy to find in the UI."""
-    return {"task": config.task, "scorer": config.scorer, "encoder": config.encoder, "decoder": config.decoder}
+    """Tags that make runs easy to find in the UI: the plugins and the registered model."""
+    return {
+        "task": config.task,
+        "scorer": config.scorer,
+        "encoder": config.encoder,
+        "decoder": config.decoder,
+        MODEL_NAME_TAG: config.registered_model(),
+    }
 
 
 def start_run(client: MlflowClient, experiment_id: str, config: ExperimentConfig, extra_tags: dict[str, str] | None = None) -> str:
@@ -146,6 +158,8 @@ def splits_frame(splits: Splits) -> pd.DataFrame:
 
 #: The digest of the data a run's task read (a file's sha256, a dictionary's release), when it has one.
 DATA_VERSION_TAG = "attnlab.data_version"
+#: What reading the data did, in one line (rows read, kept, left out and why), when the task says.
+DATA_SUMMARY_TAG = "attnlab.data_summary"
 
 
 def source_file_input(task: Task) -> list[DatasetInput]:
@@ -184,9 +198,12 @@ def log_dataset(client: MlflowClient, run_id: str, config: ExperimentConfig, spl
     task = build_task(config)
     inputs.extend(source_file_input(task))
     client.log_inputs(run_id, datasets=inputs)
-    version = task.data_version()
+    version, said = task.data_version(), task.data_summary()
     if version is not None:  # what a scheduled retrain compares (attnlab.ops.data_change)
         client.set_tag(run_id, DATA_VERSION_TAG, version)
+    if said is not None:
+        client.set_tag(run_id, DATA_SUMMARY_TAG, said)
+        logging.getLogger(PROGRESS_LOGGER).info("data: %s", said)
     text = frame.to_csv(index=False)
     if shared_with is None:
         client.log_text(run_id, text, "data/splits.csv")

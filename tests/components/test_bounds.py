@@ -59,11 +59,11 @@ def test_reverse_task_length_is_bounded():
 
 
 def test_source_limit_is_the_longest_training_or_test_source():
-    assert source_limit(ExperimentConfig()) == 10  # dd-mm-yyyy
+    assert source_limit(build_task(ExperimentConfig())) == 10  # dd-mm-yyyy
     reverse = ExperimentConfig(task="reverse", task_options={"max_length": 12})
-    assert source_limit(reverse) == 12
+    assert source_limit(build_task(reverse)) == 12
     longer_test = reverse.model_copy(update={"test_task_options": {"max_length": 30}})
-    assert source_limit(longer_test) == 30
+    assert source_limit(build_task(longer_test), build_task(longer_test, split="test")) == 30
 
 
 def test_a_date_of_10000_characters_is_refused_at_once():
@@ -73,9 +73,9 @@ def test_a_date_of_10000_characters_is_refused_at_once():
     text = "25-12-2023" * 1000
     started = time.perf_counter()
     with pytest.raises(ValueError, match=r"has 10000 characters; this model's task has sources of at most 10$"):
-        predict(model, task, [text], longest=source_limit(config))
+        predict(model, task, [text], longest=source_limit(task))
     assert time.perf_counter() - started < 1  # it decoded for over 300 s
-    check_sources(["25-12-2023"], task, model, source_limit(config))
+    check_sources(["25-12-2023"], task, model, source_limit(task))
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from attnlab.data.splits import encode_examples
+from attnlab.data.splits import DEFAULT_SIZES, encode_examples
 from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import build_model
 from attnlab.training.experiment import prepare_data, run_experiment
@@ -55,7 +55,7 @@ def test_plain_lines_come_at_each_quarter_of_an_epoch_and_every_ten_seconds():
 
 
 def test_the_loss_curve_has_tens_of_points_in_a_default_epoch():
-    steps = math.ceil(ExperimentConfig().train_size / ExperimentConfig().batch_size)
+    steps = math.ceil(DEFAULT_SIZES[0] / ExperimentConfig().batch_size)
     every = curve_interval(steps)
     curve = StepCurve(every)
     points = [point for s in range(1, steps + 1) if (point := curve.add(_progress(s, steps, loss=float(s)))) is not None]

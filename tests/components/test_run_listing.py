@@ -20,7 +20,7 @@ def record(run_id: str, scorer: str, seed: str, em: float | None, **extra) -> di
         "experiment": "attnlab-date",
         "status": "FINISHED",
         "start_time": START,
-        "tags": {"task": "date", "scorer": scorer, "encoder": "gru", "decoder": "rnn"},
+        "tags": {"task": "date", "scorer": scorer, "encoder": "gru", "decoder": "rnn", "attnlab.model_name": "attnlab-date"},
         "params": {"task": "date", "scorer": scorer, "seed": seed, "hidden_size": "16"},
         "metrics": {k: v for k, v in metrics.items() if v is not None},
         **extra,
@@ -34,9 +34,9 @@ B = record("b" * 32, "additive", "1", 1.0)
 def test_run_row_takes_plugins_metrics_and_champion_from_the_record():
     row = run_row(B, champion_runs={"b" * 32})
     assert row == {
-        "run_id": "b" * 32, "name": "additive-gru-rnn-seed1", "experiment": "attnlab-date", "status": "FINISHED",
+        "run_id": "b" * 32, "name": "additive-gru-rnn-seed1", "experiment": "attnlab-date", "status": "FINISHED", "skipped": None,
         "start_time": "2025-12-01 05:00:00", "task": "date", "scorer": "additive", "encoder": "gru", "decoder": "rnn",
-        "exact_match": 1.0, "token_error_rate": None, "sequence_error_rate": None, "alignment": 0.5, "epochs": 2,
+        "model": "attnlab-date", "data": None, "exact_match": 1.0, "token_error_rate": None, "sequence_error_rate": None, "alignment": 0.5, "epochs": 2,
         "champion": True, "champion_unusable": None,
     }  # fmt: skip
     rates = run_row(record("d" * 32, "dot", "0", 0.5, metrics={"test_token_error_rate": 0.125, "test_sequence_error_rate": 0.5}))
@@ -49,13 +49,30 @@ def test_run_row_takes_plugins_metrics_and_champion_from_the_record():
 def test_format_runs_marks_only_the_champions_run():
     text = format_runs([run_row(A, {"b" * 32}), run_row(B, {"b" * 32})])
     header, first, second, note = text.splitlines()
-    shown = "run name status started (UTC) task scorer/encoder/decoder exact_match token_err seq_err alignment epochs"
+    shown = "run name status started (UTC) task model scorer/encoder/decoder exact_match token_err seq_err alignment epochs data"
     assert header.split() == shown.split()
     assert first.split()[:2] == ["aaaaaaaa", "dot-gru-rnn-seed0"] and "0.2500" in first
     assert second.split()[:3] == ["*", "bbbbbbbb", "additive-gru-rnn-seed1"] and "additive/gru/rnn" in second
     assert note.startswith("* champion")
     assert "champion" not in format_runs([run_row(A), run_row(B)])
     assert format_runs([]) == ""
+
+
+def test_a_skipped_retrain_shows_skipped_and_two_versions_of_a_file_differ_by_their_digest():
+    digests = ("4f2a9c1d" + "0" * 56, "b7e31f02" + "0" * 56)
+    pairs = {"task": "pairs", "attnlab.model_name": "attnlab-pairs-lexicon"}
+    runs = [
+        record("e" * 32, "additive", "0", 0.5, tags={**pairs, "attnlab.data_version": digests[0]}),
+        record("f" * 32, "additive", "0", 0.5, tags={**pairs, "attnlab.data_version": digests[1]}),
+        {**record("9" * 32, "-", "-", None, metrics={}), "run_name": "retrain-pairs",
+         "tags": {**pairs, "attnlab.retrain.skipped": "data unchanged: ..."}},
+    ]  # fmt: skip
+    rows = [run_row(run) for run in runs]
+    assert [row["skipped"] for row in rows] == [None, None, "data unchanged: ..."] and rows[2]["status"] == "FINISHED"
+    header, first, second, skipped, note = format_runs(rows).splitlines()
+    assert first.split()[-1] == "4f2a9c1d" and second.split()[-1] == "b7e31f02"
+    assert "attnlab-pairs-lexicon" in first and skipped.split()[2] == "SKIPPED" and skipped.split()[-1] == "-"
+    assert note.startswith("SKIPPED: a scheduled retrain that did not train")
 
 
 def test_format_runs_marks_an_unusable_champion_and_says_why():

@@ -11,12 +11,13 @@ from attnlab.ops.promotion import Decision
 BENCHMARK = {"run_id": "bench", "size": 500, "overlap": 0.0}
 
 
-def test_a_model_is_named_by_its_task_and_has_a_uri_only_when_registered():
-    assert registered_model("date", "3") == {
+def test_a_model_is_named_by_its_registered_name_and_has_a_uri_only_when_registered():
+    assert registered_model("attnlab-date", "3") == {
         "name": "attnlab-date", "version": "3", "uri": "models:/attnlab-date/3", "champion": False,
         "champion_version": None, "previous_champion": None, "decision": None,
     }  # fmt: skip
-    assert registered_model("date", None)["uri"] is None
+    assert registered_model("attnlab-date", None)["uri"] is None
+    assert registered_model("attnlab-pairs-lexicon", "1")["uri"] == "models:/attnlab-pairs-lexicon/1"
 
 
 def test_a_promoted_version_holds_the_alias_and_names_the_one_it_beat():

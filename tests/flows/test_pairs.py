@@ -38,7 +38,7 @@ def test_a_run_on_a_file_logs_it_and_a_grown_file_is_new_data(tmp_path, monkeypa
     client = client_for(store)
     [first] = [
         r
-        for r in client.search_runs([client.get_experiment_by_name("attnlab-pairs").experiment_id])
+        for r in client.search_runs([client.get_experiment_by_name("attnlab-pairs-words").experiment_id])
         if r.info.run_name != "benchmark-pairs"
     ]
     [dataset] = source_inputs(client, first.info.run_id)
@@ -77,7 +77,7 @@ def test_a_run_on_a_file_logs_it_and_a_grown_file_is_new_data(tmp_path, monkeypa
     ("content", "needles"),
     [
         (None, ["task 'pairs':", "does not exist"]),
-        ("word,sound\nab,AY BEE\n", ["has no column 'spelled'; its columns: word, sound"]),
+        ("word,sound\nab,AY BEE\n", ["has no column 'spelled'; its columns: 'word', 'sound'"]),
         ("word,spelled\nab,AY BEE\n,BEE\n", ["1 row(s) have an empty source (the first: row 2)"]),
     ],
 )

@@ -81,10 +81,9 @@ def test_long_sources_are_refused_or_dropped_and_counted(tmp_path, caplog):
         f"{path}: 3 source(s) are longer than max_length = 3 tokens (the first: row 3); "
         "raise -o task.max_length or leave them out with -o task.drop_long=true"
     )
-    with caplog.at_level("INFO", logger="attnlab.progress"):
-        task = pairs(path, max_length=3, drop_long=True)
-    assert {ex.source for ex in task.corpus()} == {"cat", "dog", "go"} and task.dropped == 3
-    assert "left out 3 source(s) longer than 3 tokens" in caplog.text
+    task = pairs(path, max_length=3, drop_long=True)
+    assert {ex.source for ex in task.corpus()} == {"cat", "dog", "go"}
+    assert task.data_summary() == "pairs.jsonl: 6 rows read, 3 kept (3 too long left out)"
 
 
 @pytest.mark.parametrize(
@@ -94,9 +93,33 @@ def test_long_sources_are_refused_or_dropped_and_counted(tmp_path, caplog):
         (b"word,phonemes\ncat,K AE T\n", "pairs.xlsx", {}, "{path}: cannot tell its format from the suffix '.xlsx'"),
         (b"", "pairs.csv", {}, "{path} is empty: it holds no rows"),
         (b"word,phonemes\n", "pairs.csv", {}, "{path} is empty: it holds no rows"),
-        (b"word,phonemes\ncat,K AE T\ndog,D \xff G\n", "pairs.csv", {}, "{path}: line 3 is not UTF-8 text (byte 0xff)"),
-        (b"word,sound\ncat,K AE T\n", "pairs.csv", {}, "{path} has no column 'phonemes'; its columns: word, sound"),
-        (b"word,phonemes\ncat,K AE T\n,D AO G\n,G OW\n", "pairs.csv", {}, "{path}: 2 row(s) have an empty source (the first: row 2)"),
+        (
+            b"word,phonemes\ncat,K AE T\ndog,D \xff G\n",
+            "pairs.csv",
+            {},
+            "{path}: line 3 is not utf-8 text (byte 0xff); give the file's encoding with -o task.encoding=NAME",
+        ),
+        (b"word,sound\ncat,K AE T\n", "pairs.csv", {}, "{path} has no column 'phonemes'; its columns: 'word', 'sound' (name them with"),
+        (
+            b"word\tphonemes\ncat\tK AE T\n",
+            "pairs.csv",
+            {},
+            "{path} has no column 'word'; its columns: 'word\\tphonemes'; its header is separated by tabs: read it as TSV with -o task.format=tsv",
+        ),
+        (
+            b"word,phonemes\ncat,K AE T\n",
+            "pairs.csv",
+            {"encoding": "klingon"},
+            "encoding 'klingon' is not a text encoding Python knows; e.g. utf-8",
+        ),
+        (b"word,phonemes\nca\x00t,K AE T\n", "pairs.csv", {}, "{path}: row 1: the source holds the control character U+0000; remove it"),
+        (b"word,phonemes\ncat,K AE\x07 T\n", "pairs.csv", {}, "{path}: row 1: the target holds the control character U+0007"),
+        (
+            b"word,phonemes\ncat,K AE T\n,D AO G\n,G OW\n",
+            "pairs.csv",
+            {},
+            "{path}: 2 row(s) have an empty source (the first: row 2); fill them in, or leave them out with -o task.drop_empty=true",
+        ),
         (b"word,phonemes\ncat,\n", "pairs.csv", {}, "{path}: 1 row(s) have an empty target (the first: row 1)"),
         (b'{"word": "cat", "phonemes": "K AE T"}\n{"word": \n', "pairs.jsonl", {}, "{path} is not a readable jsonl file"),
         (b"word,phonemes\ncat,K AE T\n", "pairs.csv", {"format": "xlsx"}, "format 'xlsx' is not one of csv, jsonl, parquet, tsv"),
@@ -151,3 +174,93 @@ def test_separate_files_are_the_validation_and_test_splits_and_leave_training(tm
     task._held_out = {"train": splits.train}  # a third-party task could name any split
     with pytest.raises(ValueError, match="holds out a split named 'train'; only 'validation' and 'test' can be"):
         make_splits(task, (1, 1, 1), seed=0)
+
+
+def test_a_spreadsheet_export_with_bom_crlf_quotes_spaces_and_duplicates_is_read_and_counted(tmp_path):
+    path = tmp_path / "export.csv"
+    rows = [
+        "word,phonemes",
+        '"cat ",K AE T',
+        'dog,"D AO G  "',
+        '"a, b",EY B',
+        "cat,K AE T",
+        " go , G OW ",
+        "either,IY DH ER",
+        "either,AY DH ER",
+    ]
+    path.write_bytes(b"\xef\xbb\xbf" + "\r\n".join(rows).encode() + b"\r\n")
+    task = pairs(path)
+    assert [(ex.source, ex.target) for ex in task.corpus()] == [
+        ("cat", "K AE T"), ("dog", "D AO G"), ("a, b", "EY B"), ("go", "G OW"), ("either", "IY DH ER"), ("either", "AY DH ER")
+    ]  # fmt: skip
+    assert task.data_summary() == (
+        "export.csv: 7 rows read, 6 kept (1 duplicate left out); 4 cells stripped of surrounding whitespace; "
+        "1 source with several targets (each a correct reference)"
+    )
+    assert [(ex.source, ex.target) for ex in pairs(path, strip=False, dedupe=False).corpus()][:2] == [("cat ", "K AE T"), ("dog", "D AO G")]
+    assert len(pairs(path, strip=False, dedupe=False).corpus()) == 7  # 'cat ' and 'cat' differ unstripped; nothing merged
+
+
+def test_a_latin_1_file_is_read_with_its_encoding_and_refused_without(tmp_path):
+    path = tmp_path / "latin.tsv"
+    path.write_bytes("word\tphonemes\ncafé\tK AE F EY\nnaïve\tN AY IY V\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"line 2 is not utf-8 text \(byte 0xe9\); give the file's encoding with -o task.encoding=NAME"):
+        pairs(path)
+    task = pairs(path, encoding="latin-1")
+    assert [ex.source for ex in task.corpus()] == ["café", "naïve"] and "é" in task.source_alphabet
+
+
+def test_parquet_with_other_column_names_and_empty_rows_dropped_on_request(tmp_path):
+    data = pd.DataFrame({"graphemes": ["cat", "", "dog", "go"], "sounds": ["K AE T", "X", "D AO G", None]})
+    path = tmp_path / "lexicon.parquet"
+    data.to_parquet(path, index=False)
+    options = dict(path=str(path), source_column="graphemes", target_column="sounds", target_tokenization="whitespace")
+    with pytest.raises(ValueError, match=r"1 row\(s\) have an empty source \(the first: row 2\)"):
+        PairsTask(**options)
+    task = PairsTask(**options, drop_empty=True)
+    assert [(ex.source, ex.target) for ex in task.corpus()] == [("cat", "K AE T"), ("dog", "D AO G")]
+    assert task.data_summary() == "lexicon.parquet: 4 rows read, 2 kept (2 empty left out)"
+
+
+def test_an_empty_column_name_gets_a_way_to_name_it(tmp_path):
+    path = tmp_path / "pairs.csv"
+    path.write_text(",phonemes\ncat,K AE T\n")
+    with pytest.raises(ValueError, match=r"has no column ''; .*a column with an empty header is read as 'Unnamed: 0': name it so"):
+        PairsTask(path=str(path), source_column="", target_column="phonemes")
+    assert PairsTask(path=str(path), source_column="Unnamed: 0", target_column="phonemes").corpus()[0].source == "cat"
+
+
+def test_a_symbolic_link_loop_and_an_unreadable_file_are_one_line(tmp_path):
+    loop = tmp_path / "loop.csv"
+    loop.symlink_to(tmp_path / "other.csv")
+    (tmp_path / "other.csv").symlink_to(loop)
+    with pytest.raises(ValueError) as refused:
+        pairs(loop)
+    assert str(refused.value) == f"{loop} cannot be read: its symbolic links form a loop; point it at a file"
+    folder = tmp_path / "folder.csv"
+    folder.mkdir()
+    with pytest.raises(ValueError, match=r"folder.csv is not a file$"):
+        pairs(folder)
+
+
+def test_a_tab_separates_tokens_on_a_whitespace_side_but_is_refused_in_characters(tmp_path):
+    path = write(tmp_path, ".jsonl", pd.DataFrame([("cat", "K\tAE T")], columns=["word", "phonemes"]))
+    assert pairs(path).corpus()[0].target == "K AE T"
+    path = write(tmp_path, ".jsonl", pd.DataFrame([("c\tat", "K AE T")], columns=["word", "phonemes"]))
+    with pytest.raises(ValueError, match=r"row 1: the source holds the control character U\+0009"):
+        pairs(path)
+
+
+def test_a_file_is_split_80_10_10_by_its_sources_unless_sizes_are_given(tmp_path):
+    from attnlab.data.splits import split_sizes
+
+    rows = [(f"w{i:03d}", f"T{i % 7} A") for i in range(200)] + [("w007", "ALT B")]
+    task = pairs(write(tmp_path, ".csv", pd.DataFrame(rows, columns=["word", "phonemes"])), source_tokenization="characters")
+    assert split_sizes(task, (None, None, None)) == (160, 20, 20)
+    assert split_sizes(task, (None, 50, None)) == (130, 50, 20)
+    assert split_sizes(task, (10, None, 5)) == (10, 20, 5)
+    tiny = pairs(write(tmp_path, ".csv", pd.DataFrame([("ab", "A"), ("cd", "C")], columns=["word", "phonemes"])))
+    with pytest.raises(
+        ValueError, match=r"has 2 distinct source\(s\) to split: too few .*--train-size N, -o validation_size=N, -o test_size=N"
+    ):
+        split_sizes(tiny, (None, None, None))
