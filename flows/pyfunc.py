@@ -87,7 +87,8 @@ def beam_size_param(params: dict[str, Any] | None) -> int:
 
 def source_texts(model_input: Any) -> list[str]:
     """The source strings of a pyfunc input: a DataFrame's ``source`` column (or the one column
-    MLflow makes of a plain list of strings, named 0), a Series, or a list of strings.
+    pandas makes of a plain list of strings, named 0), a Series, a list of strings, or the
+    one-dimensional array MLflow's scoring server makes of ``{"inputs": [...]}``.
     ValueError, in one sentence, for a DataFrame without a ``source`` column and for a missing
     (null) value."""
     import pandas as pd
@@ -101,6 +102,8 @@ def source_texts(model_input: Any) -> list[str]:
             raise ValueError(f"expected a 'source' column, got columns {', '.join(map(repr, model_input.columns))}")
     elif isinstance(model_input, (pd.Series, list, tuple)):
         values = list(model_input)
+    elif getattr(model_input, "ndim", None) == 1:  # {"inputs": [...]} arrives as a numpy array
+        values = model_input.tolist()
     elif isinstance(model_input, str):
         values = [model_input]
     else:

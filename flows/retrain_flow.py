@@ -48,6 +48,7 @@ from attnlab.ops.challenger import challenger_seed
 from attnlab.ops.data_change import unchanged_reason
 from attnlab.ops.promotion import Decision, check_margin
 from attnlab.ops.retention import DEFAULT_KEEP, check_keep
+from attnlab.plugins import PluginError
 from attnlab.training.threads import thread_share
 from mlflow import MlflowClient
 
@@ -163,9 +164,10 @@ def retrain_flow(
 
 
 def one_line(exc: BaseException) -> str:
-    """``Type: message`` of ``exc`` on one line (a user's mistake: its message alone)."""
+    """``Type: message`` of ``exc`` on one line; a user's mistake (bad data, options a plugin
+    refuses), whose message says it all, by its message alone."""
     text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if isinstance(exc, UserError) else f"{type(exc).__name__}: {text}"
+    return text if isinstance(exc, (UserError, PluginError)) else f"{type(exc).__name__}: {text}"
 
 
 class Settings(NamedTuple):

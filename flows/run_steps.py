@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -25,6 +25,7 @@ from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking import store
 from attnlab.lab.config import ExperimentConfig
 from attnlab.lab.run_summary import by_length, promotion_summary, registered_model
+from attnlab.training.phase_lines import phase_lines
 from attnlab.training.timing import Stopwatch
 
 #: The config fields a summary names the run by.
@@ -127,12 +128,15 @@ def model_entry(config: ExperimentConfig, run_id: str, bundle: Path, examples: l
 
 def checked(watch: Stopwatch, artifacts: tuple[int, int] | None) -> Callable[[str], AbstractContextManager[None]]:
     """``watch``'s sections, each entered only while Prefect's server still answers and the
-    store's artifacts folder is the one it was (``artifacts``: its identity)."""
+    store's artifacts folder is the one it was (``artifacts``: its identity); a long one says
+    every so often that it is still going (:func:`attnlab.training.phase_lines.phase_lines`)."""
 
-    def section(name: str) -> AbstractContextManager[None]:
+    @contextmanager
+    def section(name: str) -> Iterator[None]:
         prefect_watch.check()
         store.check_artifact_root(artifacts)
-        return watch(name)
+        with watch(name), phase_lines(name, tasks.progress.info):
+            yield
 
     return section
 

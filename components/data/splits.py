@@ -139,10 +139,11 @@ def make_splits(
     return Splits(seen[:n_train], seen[n_train:], test)
 
 
-def key_order(key: str) -> str:
+def key_order(key: str) -> bytes:
     """Where a key falls in a corpus's split order: the sha256 of its UTF-8 bytes (stable across
-    machines and Python versions, unlike ``hash``)."""
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+    machines and Python versions, unlike ``hash``; the raw digest sorts as its hex form does, at
+    half the memory for a million keys)."""
+    return hashlib.sha256(key.encode("utf-8")).digest()
 
 
 def corpus_splits(task: Task, corpus: list[Example], sizes: tuple[int, int, int], benchmark: AbstractSet[str] = frozenset()) -> Splits:

@@ -92,11 +92,13 @@ def check_config(config) -> tuple[int, int, int]:
     """Fail fast (before Prefect or MLflow start) on unknown plugins, options they refuse and data
     sizes the task cannot provide; the (train, validation, test) sizes the run will have."""
     from attnlab.data.splits import check_sizes, split_sizes
-    from attnlab.model.assembly import build_model, build_task
+    from attnlab.model.assembly import build_model, build_task  # torch, before the data is read
+    from attnlab.training.phase_lines import phase_lines
 
-    task = build_task(config)
+    with phase_lines("check", lambda line: typer.echo(line, err=True)):  # a large file takes a while to read
+        task = build_task(config)
+        test_task = build_task(config, split="test") if config.test_task_options else None
     build_model(config, task)
-    test_task = build_task(config, split="test") if config.test_task_options else None
     try:
         sizes = split_sizes(task, (config.train_size, config.validation_size, config.test_size))
         check_sizes(task, sizes, test_task)

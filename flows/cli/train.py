@@ -134,6 +134,7 @@ def run_training(
     continue that stopped run); its summary with the wall-time split under ``timings``. Prefect's server boots while the rest starts up. Progress
     goes to stderr: a bar inside epochs on a terminal, plain lines otherwise or with
     ``json_output``."""
+    from attnlab.training.phase_lines import phase_lines
     from attnlab.training.timing import Stopwatch
 
     watch = Stopwatch(imports=time.perf_counter() - STARTED)
@@ -155,14 +156,15 @@ def run_training(
         if resume is not None:
             config, experiment = resumed_config(resume)
             sizes = check_config(config)
-    with watch("imports"):
-        from attnlab.flows.train_flow import train_flow  # noqa: F401  imported while Prefect boots
+    with phase_lines("start", lambda line: typer.echo(line, err=True)):
+        with watch("imports"):
+            from attnlab.flows.train_flow import train_flow  # noqa: F401  imported while Prefect boots
 
-        if server is not None:
-            preload()
-    with watch("prefect_start"):
-        if server is not None and not server.wait():
-            server = None  # Prefect has an API URL of its own
+            if server is not None:
+                preload()
+        with watch("prefect_start"):
+            if server is not None and not server.wait():
+                server = None  # Prefect has an API URL of its own
     typer.echo(
         f"{f'resuming run {resume}: ' if resume else ''}training {config.scorer}/{config.encoder}/{config.decoder} on {config.task} "
         f"({'/'.join(map(str, sizes))} examples, up to "

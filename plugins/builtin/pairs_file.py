@@ -27,15 +27,14 @@ class PairsFileError(ValueError):
 
 @dataclass(frozen=True, eq=False)
 class PairsTable:
-    """The rows of a pairs file: sources, targets and alignments (None per row without one; a
-    missing source or target cell is None), the 1-based row number of each, and the sha256 of
-    the file's bytes. Equal only to itself (hashing a million rows would cost more than reading
+    """The rows of a pairs file, the first being row 1: sources, targets and alignments (None
+    without an alignment column, else None per row without one; a missing source or target cell
+    is None), and the sha256 of the file's bytes. Equal only to itself (hashing a million rows would cost more than reading
     them): :func:`read_pairs` gives the same table while the file is unchanged."""
 
     sources: tuple[str | None, ...]
     targets: tuple[str | None, ...]
-    alignments: tuple[Any, ...]
-    rows: tuple[int, ...]
+    alignments: tuple[Any, ...] | None
     digest: str
 
 
@@ -111,8 +110,7 @@ def _read(file: Path, fmt: str, columns: tuple[str, str, str | None], encoding: 
     return PairsTable(
         tuple(_texts(frame[source])),
         tuple(_texts(frame[target])),
-        tuple(frame[alignment]) if alignment is not None else (None,) * len(frame),
-        tuple(range(1, len(frame) + 1)),
+        tuple(frame[alignment]) if alignment is not None else None,
         hashlib.sha256(data).hexdigest(),
     )
 

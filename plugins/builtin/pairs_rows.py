@@ -8,6 +8,7 @@ is counted (:data:`COUNTS`), so a run can say what happened to its data in one l
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -54,10 +55,12 @@ def keep_rows(table: PairsTable, file: str, rules: RowRules) -> KeptRows:
     PairsFileError (one line naming the file and the first row at fault) for a control
     character, empty sides or too-long sources that are not to be dropped, and a bad alignment."""
     counts = dict.fromkeys(COUNTS, 0)
-    counts["read"] = len(table.rows)
+    counts["read"] = len(table.sources)
     faults: dict[str, list[int]] = {"source": [], "target": [], "long": []}
-    examples, seen = [], set()
-    for row, source_cell, target_cell, cell in zip(table.rows, table.sources, table.targets, table.alignments):
+    examples: list[Example] = []
+    targets: dict[str, str | set[str]] = {}  # source -> its target, or the set of its several targets
+    alignments = table.alignments if table.alignments is not None else itertools.repeat(None)
+    for row, source_cell, target_cell, cell in zip(itertools.count(1), table.sources, table.targets, alignments):
         source = _text(source_cell, "source", rules.source_tokenization, rules.strip, counts, row, file)
         target = _text(target_cell, "target", rules.target_tokenization, rules.strip, counts, row, file)
         source_tokens, target_tokens = split_tokens(source, rules.source_tokenization), split_tokens(target, rules.target_tokenization)
@@ -67,22 +70,34 @@ def keep_rows(table: PairsTable, file: str, rules: RowRules) -> KeptRows:
         elif len(source_tokens) > rules.max_length:
             faults["long"].append(row)
             counts["too_long"] += 1
-        elif rules.dedupe and (pair := (source, target)) in seen:
+        elif _seen_before(targets, source, target) and rules.dedupe:
             counts["duplicate"] += 1
         else:
-            if rules.dedupe:
-                seen.add(pair)
             alignment = _alignment(file, row, cell, len(source_tokens), len(target_tokens))
             examples.append(Example(source, target, alignment))
     _refuse_faults(file, faults, rules)
     if not examples:
         raise PairsFileError(f"{file}: no row is left to train on ({_left_out(counts)})")
     counts["kept"] = len(examples)
-    targets: dict[str, set[str]] = {}
-    for example in examples:
-        targets.setdefault(example.source, set()).add(example.target)
-    counts["several_targets"] = sum(len(found) > 1 for found in targets.values())
+    counts["several_targets"] = sum(isinstance(found, set) for found in targets.values())
     return KeptRows(tuple(examples), counts)
+
+
+def _seen_before(targets: dict[str, str | set[str]], source: str, target: str) -> bool:
+    """Whether (``source``, ``target``) was seen before; records it. One string per source, a set
+    only for a source with several targets (a million sets would cost 200 MB)."""
+    found = targets.get(source)
+    if found is None:
+        targets[source] = target
+        return False
+    if isinstance(found, set):
+        seen = target in found
+        found.add(target)
+        return seen
+    if found == target:
+        return True
+    targets[source] = {found, target}
+    return False
 
 
 def _refuse_faults(file: str, faults: dict[str, list[int]], rules: RowRules) -> None:

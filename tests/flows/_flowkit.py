@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import threading
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -176,3 +181,50 @@ def terminal_popen(command: list[str], **kwargs) -> subprocess.Popen:
         return subprocess.Popen(command, **kwargs)
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+# --------------------------------------------------------------------------- servers over HTTP
+
+
+def free_port() -> int:
+    """A port of 127.0.0.1 free at the time of asking."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def post(url: str, data: bytes, timeout: float) -> tuple[int, str]:
+    """(HTTP status, body) of a JSON POST of ``data`` to ``url``."""
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def wait_until(condition, timeout: float, what: str) -> None:
+    """Poll ``condition`` until it holds; ``timeout`` is a hang guard, not a speed target."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} within {timeout} s"
+        time.sleep(0.1)
+
+
+def server_answers(url: str, server: subprocess.Popen) -> bool:
+    """True once ``url`` answers 200; fails the test when ``server`` exited first."""
+    assert server.poll() is None, f"the server exited with status {server.returncode}"
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status == 200
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return False
+
+
+def stop_group(server: subprocess.Popen) -> None:
+    """SIGKILL ``server``'s process group (started with a session of its own) and reap it."""
+    try:
+        os.killpg(server.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    server.wait()

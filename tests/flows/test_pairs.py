@@ -5,6 +5,11 @@ line before anything starts."""
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -90,3 +95,33 @@ def test_a_bad_file_is_one_line_and_exit_2_before_anything_starts(tmp_path, monk
     assert code == 2
     assert_one_line_error(err, *needles)
     assert not (store / "mlflow.db").exists()
+
+
+def test_a_symbolic_link_loop_is_one_line_in_train_and_sweep(tmp_path, monkeypatch, capsys):
+    store = point_at(tmp_path / "mlflow", monkeypatch)
+    loop = tmp_path / "words.csv"
+    loop.symlink_to(tmp_path / "other.csv")
+    (tmp_path / "other.csv").symlink_to(loop)
+    code, err = train(loop, capsys)
+    assert code == 2
+    assert_one_line_error(err, f"{loop} cannot be read: its symbolic links form a loop")
+    code = main(["sweep", "--task", "pairs", f"-otask.path={loop}", "--scorer", "dot,additive"])
+    assert code == 2
+    assert_one_line_error(capsys.readouterr().err, "its symbolic links form a loop")
+    assert not (store / "mlflow.db").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="drops root's file capabilities with setpriv")
+def test_an_unreadable_file_is_one_line_and_exit_2_even_for_root_without_its_file_capabilities(tmp_path):
+    """Root reads any file; without CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH (dropped from the
+    command's bounding set) it meets the file's mode 000 as any user would."""
+    path = tmp_path / "words.csv"
+    path.write_text(spelled_words(50))
+    path.chmod(0)
+    env = {**os.environ, "ATTNLAB_MLFLOW_DIR": str(tmp_path / "mlflow")}
+    command = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", str(Path(sys.executable).with_name("attnlab")), "train",
+               "--task", "pairs", f"-otask.path={path}", "-otask.source_column=word", "-otask.target_column=spelled"]  # fmt: skip
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 2, done.stderr
+    assert_one_line_error(done.stderr, f"{path} cannot be read: Permission denied")

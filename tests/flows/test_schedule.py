@@ -16,7 +16,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from _flowkit import Burners, assert_one_line_error, chromium, client_for
+from _flowkit import Burners, assert_one_line_error, chromium, client_for, spelled_words
 
 from attnlab.flows.cli import app as cli
 from attnlab.flows.services import servers
@@ -273,6 +273,10 @@ def test_schedule_with_an_unreachable_prefect_server_is_one_line_and_exit_2(caps
         (["--cron", "0 3 * * *", "--max-concurrent", "0"], ["--max-concurrent 0: give at least 1"]),
         (["--cron", "0 3 * * *", "--when-busy", "later"], ["--when-busy 'later': choose skip or queue"]),
         (["--cron", "0 3 * * *", "--keep", "1"], ["--keep 1: give at least 2"]),
+        (
+            ["--cron", "0 3 * * *", "--task", "pairs", "-o", "task.path=/no/such/words.csv"],
+            ["task 'pairs': /no/such/words.csv does not exist"],
+        ),
         ([], ["--cron"]),
     ],
 )
@@ -335,3 +339,81 @@ def test_each_cron_tick_starts_one_run_on_a_busy_machine(service, prefect_at):
     for run in every:
         per_tick.setdefault(run.expected_start_time, []).append(run.state_type.value)
     assert all(len(states) == 1 for states in per_tick.values()), per_tick
+
+
+# --------------------------------------------------------------------------- a file that changes
+
+
+@pytest.fixture(scope="module")
+def file_service(service):
+    """`attnlab schedule` serving a deployment of the pairs task on words.csv (named after its
+    registered model, attnlab-pairs-words) beside DEPLOYMENT, with a margin no challenger beats;
+    (the file, the deployment, where it prints)."""
+    words = service.root / "words.csv"
+    words.write_text(spelled_words(300))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_API", "MLFLOW_TRACKING"))}
+    env.update(PREFECT_HOME=str(service.root / "prefect-home"), PREFECT_API_URL=service.api, ATTNLAB_MLFLOW_DIR=str(service.store),
+               PREFECT_RUNNER_POLL_FREQUENCY="2")  # fmt: skip
+    out, err = service.root / "words.out", service.root / "words.err"
+    with open(out, "w") as stdout, open(err, "w") as stderr:
+        scheduler = subprocess.Popen(
+            [_attnlab(), "schedule", "--cron", CRON, "--task", "pairs", f"-otask.path={words}", "-otask.source_column=word",
+             "-otask.target_column=spelled", "-otask.target_tokenization=whitespace", "--margin", "0.99", *TINY_FLAGS],
+            stdout=stdout, stderr=stderr, env=env, start_new_session=True,
+        )  # fmt: skip
+    try:
+        _wait_for(out, "trigger a run by hand", scheduler, 600)
+        yield SimpleNamespace(words=words, deployment="attnlab-retrain/pairs-words", err=err, out=out)
+    finally:
+        _stop(scheduler)
+
+
+def _retrain_runs(client) -> list:
+    experiment = client.get_experiment_by_name("attnlab-pairs-words")
+    return client.search_runs([experiment.experiment_id], "tags.`attnlab.kind` = 'retrain'", order_by=["attributes.start_time DESC"])
+
+
+@pytest.mark.slow
+def test_ticks_on_a_file_train_only_on_new_data_and_a_deleted_file_fails_one_tick_in_one_line(service, file_service, prefect_at):
+    """Five ticks of a served schedule: the first trains and becomes champion; the file unchanged,
+    the second is skipped; the file changed, the third trains a challenger that loses; the file
+    unchanged again, the fourth is skipped (it was trained already, though it lost); the file
+    deleted, the fifth fails in one line and its run ends FAILED with the reason."""
+    from prefect.deployments import run_deployment
+
+    client = client_for(service.store)
+
+    def tick():
+        state = run_deployment(file_service.deployment, timeout=600, poll_interval=1).state
+        return state, _retrain_runs(client)[0]
+
+    state, first = tick()
+    assert state.is_completed(), state.message
+    assert "attnlab.retrain.skipped" not in first.data.tags and first.info.status == "FINISHED"
+    state, second = tick()
+    assert state.is_completed() and second.data.tags["attnlab.retrain.skipped"].startswith("data unchanged: the champion (version 1)")
+    assert second.data.tags["mlflow.note.content"].startswith("skipped: data unchanged")
+    file_service.words.write_text(spelled_words(400))
+    state, third = tick()
+    assert state.is_completed() and "attnlab.retrain.skipped" not in third.data.tags
+    assert third.data.tags["promotion.promoted"] == "false"  # the margin: no challenger wins
+    state, fourth = tick()
+    assert state.is_completed()
+    assert fourth.data.tags["attnlab.retrain.skipped"].startswith(
+        f"data unchanged: the last retrain (run {third.info.run_id[:8]}, not promoted)"
+    )
+    assert sorted(int(v.version) for v in client.search_model_versions("name='attnlab-pairs-words'")) == [1, 2]
+
+    file_service.words.unlink()
+    state, fifth = tick()
+    line = f"retrain of attnlab-pairs-words failed: task 'pairs': {file_service.words} does not exist; the champion is unchanged"
+    assert state.is_failed() and state.message == line
+    assert fifth.info.status == "FAILED" and "does not exist" in fifth.data.tags["attnlab.error"]
+    assert fifth.data.tags["attnlab.pid"] and fifth.data.tags["attnlab.host"]  # found stale if its process dies
+    assert not [run for run in _retrain_runs(client) if run.info.status == "RUNNING"]
+    for _ in range(40):  # the serving process writes its log lines shortly after the run ends
+        served = file_service.err.read_text()
+        if line in served:
+            break
+        time.sleep(0.5)
+    assert line in served and "Traceback" not in served

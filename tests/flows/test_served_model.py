@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -17,6 +16,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from _flowkit import free_port, post, server_answers, stop_group, wait_until
 
 from attnlab.lab.serving import MAX_ROWS, rows_problem
 
@@ -71,34 +71,26 @@ def test_a_request_without_a_source_column_is_answered_in_one_sentence(client):
     assert response.json()["message"] == "expected a 'source' column, got columns 'text', 'id'"
 
 
+def test_a_request_with_one_other_column_is_refused_and_a_plain_list_is_taken(client):
+    body = {"dataframe_split": {"columns": ["word"], "data": [["25-12-2023"]]}}
+    response = client.post("/invocations", json=body)
+    assert (response.status_code, response.json()["message"]) == (400, "expected a 'source' column, got columns 'word'")
+    response = client.post("/invocations", json={"inputs": ["25-12-2023", "01-01-2000"]})
+    assert response.status_code == 200 and len(response.json()["predictions"]) == 2
+
+
+def test_a_null_source_is_named_a_missing_value(client):
+    body = {"dataframe_split": {"columns": ["source"], "data": [["25-12-2023"], [None]]}}
+    response = client.post("/invocations", json=body)
+    assert (response.status_code, response.json()["message"]) == (400, "row 2: the source is missing (null); give a string")
+
+
 def test_a_request_over_the_row_limit_is_refused_before_decoding(client):
     started = time.monotonic()
     response = client.post("/invocations", content=rows(MAX_ROWS + 1), headers={"Content-Type": "application/json"})
     assert response.status_code == 400, response.text[:300]
     assert response.json()["message"] == rows_problem(MAX_ROWS + 1)
     assert time.monotonic() - started < 30  # decoding them took minutes on a loaded machine
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def post(url: str, data: bytes, timeout: float) -> tuple[int, str]:
-    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
-
-
-def wait_until(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} within {timeout} s"
-        time.sleep(0.1)
 
 
 def group_alive(pgid: int) -> bool:
@@ -142,7 +134,7 @@ def test_mlflow_models_serve_refuses_too_many_rows_and_stops_on_sigterm_mid_requ
     with open(tmp_path / "serve.log", "wb") as log:
         server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
     try:
-        wait_until(lambda: _answers(f"{url}/ping", server), 300, "the server answers")
+        wait_until(lambda: server_answers(f"{url}/ping", server), 300, "the server answers")
         started = time.monotonic()
         status, text = post(f"{url}/invocations", rows(100_000), timeout=60)
         assert (status, json.loads(text)["message"]) == (400, rows_problem(100_000)), text[:300]
@@ -159,16 +151,7 @@ def test_mlflow_models_serve_refuses_too_many_rows_and_stops_on_sigterm_mid_requ
         caller.join(timeout=60)
         assert answers and answers[0] in (200, "closed"), answers
     finally:
-        _stop_group(server)
-
-
-def _answers(url: str, server: subprocess.Popen) -> bool:
-    assert server.poll() is None, f"the server exited with status {server.returncode}"
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return response.status == 200
-    except (urllib.error.URLError, ConnectionError, TimeoutError):
-        return False
+        stop_group(server)
 
 
 def _post_or_error(url: str, data: bytes):
@@ -176,11 +159,3 @@ def _post_or_error(url: str, data: bytes):
         return post(url, data, timeout=120)[0]
     except (urllib.error.URLError, ConnectionError, TimeoutError):
         return "closed"
-
-
-def _stop_group(server: subprocess.Popen) -> None:
-    try:
-        os.killpg(server.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    server.wait()
