@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from attnlab.ops.run_listing import Record, short_id, started
+from attnlab.ops.run_listing import DATA_TAG, SHORT_DIGEST, Record, short_id, started
 
 #: Run metrics compared besides the ``test_*`` ones (extras the train flow logs).
 EXTRA_METRICS = ("epochs_trained", "train_seconds", "parameters")
@@ -48,7 +48,8 @@ def _value(value: Any) -> float | None:
 
 
 def comparison(records: Sequence[Record]) -> dict[str, Any]:
-    """The runs (id, name, experiment, status, start), the params that differ and the metrics."""
+    """The runs (id, name, experiment, status, start, the digest of the data a task read), the
+    params that differ and the metrics."""
     runs = [
         {
             "run_id": r["run_id"],
@@ -56,6 +57,7 @@ def comparison(records: Sequence[Record]) -> dict[str, Any]:
             "experiment": r.get("experiment"),
             "status": r["status"],
             "start_time": started(r.get("start_time")),
+            "data": r.get("tags", {}).get(DATA_TAG),
         }
         for r in records
     ]
@@ -83,12 +85,17 @@ def _block(title: str, labels: Sequence[str], rows: Mapping[str, Sequence[str]])
 
 
 def format_comparison(compared: Mapping[str, Any]) -> str:
-    """Two blocks, one column per run: the params that differ (or a line saying none does) and
-    the metrics."""
+    """A line per run (with its data digest, so two versions of one file tell apart), then two
+    blocks, one column per run: the params that differ (or a line saying none does) and the
+    metrics."""
     runs = compared["runs"]
     labels = [short_id(r["run_id"]) for r in runs]
-    cells = [(short_id(r["run_id"]), r["name"], r["status"], r["experiment"] or "-", f"started {r['start_time']}") for r in runs]
-    widths = [max(len(row[i]) for row in cells) for i in range(5)]
+    cells = [
+        (short_id(r["run_id"]), r["name"], r["status"], r["experiment"] or "-", f"started {r['start_time']}",
+         f"data {r['data'][:SHORT_DIGEST]}" if r.get("data") else "")
+        for r in runs
+    ]  # fmt: skip
+    widths = [max(len(row[i]) for row in cells) for i in range(6)]
     header = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in cells]
     params = {name: ["-" if v is None else str(v) for v in values] for name, values in compared["params"].items()}
     metrics = {name: [_metric_text(name, v) for v in values] for name, values in compared["metrics"].items()}

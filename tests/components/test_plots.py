@@ -193,3 +193,18 @@ def test_rows_without_weights_get_no_argmax_and_foreign_gold_is_refused() -> Non
     assert _argmax_marks(attention_heatmap(weights, MARK_SOURCE, MARK_OUTPUT).axes[0]) == MARK_ARGMAX - {(1, 0)}
     with pytest.raises(ValueError, match="gold index 5 of output step 0"):
         attention_heatmap(MARK_WEIGHTS, MARK_SOURCE, MARK_OUTPUT, gold=[[5]])
+
+
+def test_a_character_no_font_draws_gives_no_warning_on_stderr(tmp_path, capfd):
+    """An emoji in a user's data is drawn as a box, without matplotlib's 'Glyph ... missing'
+    warning (one per glyph and figure, it flooded the terminal)."""
+    import warnings
+
+    from attnlab.viz.heatmaps import attention_heatmap, save_figure
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        save_figure(attention_heatmap([[0.5, 0.5], [1.0, 0.0]], ["😀", "🙂"], ["🚀", "<eos>"], "😀🙂 -> 🚀"), tmp_path / "emoji.png")
+    assert (tmp_path / "emoji.png").stat().st_size > 0
+    assert not [w for w in caught if "Glyph" in str(w.message)]
+    assert "Glyph" not in capfd.readouterr().err

@@ -120,6 +120,16 @@ def test_comparison_keeps_differing_params_and_test_metrics():
     assert "params: the same in every run" in format_comparison(same)
 
 
+def test_two_versions_of_one_file_differ_by_their_data_digest_in_a_comparison():
+    old = record("e" * 32, "additive", "0", 0.5, tags={"task": "pairs", "attnlab.data_version": "4f2a9c1d" + "0" * 56})
+    new = record("f" * 32, "additive", "0", 0.5, tags={"task": "pairs", "attnlab.data_version": "b7e31f02" + "0" * 56})
+    compared = comparison([old, new])
+    assert [run["data"][:8] for run in compared["runs"]] == ["4f2a9c1d", "b7e31f02"]
+    first, second = format_comparison(compared).splitlines()[:2]
+    assert first.endswith("data 4f2a9c1d") and second.endswith("data b7e31f02")
+    assert "data" not in format_comparison(comparison([A, B])).splitlines()[0]  # a generated task has no digest
+
+
 def test_a_run_missing_a_metric_shows_a_dash():
     lacking = record("c" * 32, "none", "0", None)
     compared = comparison([A, lacking])
