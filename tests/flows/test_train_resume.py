@@ -5,6 +5,7 @@ resume killed on the way does not block the next."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -108,31 +109,38 @@ def test_two_resumes_at_once_one_is_refused_and_a_killed_resume_blocks_nothing(c
     both = [subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             for _ in range(2)]  # fmt: skip
     lines: dict[int, list[str]] = {0: [], 1: []}
-    trained = threading.Event()
+    training: set[int] = set()  # the resumes that trained an epoch, each held there (SIGSTOP)
 
     def read(index: int) -> None:
         for line in both[index].stderr:
             lines[index].append(line.rstrip("\n"))
-            if line.startswith(f"epoch   3/{epochs}  train_loss"):  # the one that trains: held there
+            if line.startswith(f"epoch   3/{epochs}  train_loss"):
                 os.killpg(both[index].pid, signal.SIGSTOP)
-                trained.set()
+                training.add(index)
 
     readers = [threading.Thread(target=read, args=(index,), daemon=True) for index in range(2)]
     for reader in readers:
         reader.start()
-    while all(process.poll() is None for process in both):  # the event: one of them ends
-        readers[0].join(0.2)
-    refused = next(index for index, process in enumerate(both) if process.poll() is not None)
-    winner = both[1 - refused]
-    readers[refused].join(60)
-    assert both[refused].returncode == 2
-    assert_one_line_error("\n".join(lines[refused]), f"run {run_id} is being resumed by process {winner.pid} on ", "wait for that one")
-
-    # The winner, killed mid-way once it trained an epoch (SIGKILL: no cleanup at all), takes its
-    # lock with it: a new resume goes on and finishes the run.
-    assert trained.wait(600), lines[1 - refused]  # a hang guard: the event is its epoch line
-    os.killpg(winner.pid, signal.SIGKILL)  # stopped at its epoch 3
-    winner.wait(timeout=60)
+    try:
+        # The events: one of them ends, or both train (then both are held, and this fails).
+        while all(process.poll() is None for process in both) and len(training) < 2:
+            readers[0].join(0.2)
+        assert len(training) < 2, "both resumes trained the run side by side"
+        refused = next(index for index, process in enumerate(both) if process.poll() is not None)
+        winner = both[1 - refused]
+        readers[refused].join(60)
+        assert both[refused].returncode == 2
+        assert_one_line_error("\n".join(lines[refused]), f"run {run_id} is being resumed by process {winner.pid} on ", "wait for that one")
+        # The winner, killed mid-way once it trained an epoch (SIGKILL: no cleanup at all), takes
+        # its lock with it: a new resume goes on and finishes the run.
+        while not training and winner.poll() is None:  # the event: its epoch line
+            readers[1 - refused].join(0.2)
+        assert training == {1 - refused}, lines[1 - refused]
+    finally:
+        for process in both:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=60)
     code, _, err = attnlab(capsys, "train", "--resume", run_id)
     assert code == 0, err
     steps = [m.step for m in client.get_metric_history(run_id, "val_exact_match")]
