@@ -19,8 +19,8 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from attnlab.data.cache import cache_root
-from attnlab.data.data_key import data_file_name, task_plugin_version
-from attnlab.data.datasets import data_spec, load_splits, save_splits
+from attnlab.data.data_key import data_file_name, data_key, task_plugin_version
+from attnlab.data.datasets import data_spec, entry_problem, load_splits, save_splits
 from attnlab.data.examples import gold_alignments
 from attnlab.evaluation.example_records import attention_record, heatmap_title, merged_golds
 from attnlab.evaluation.metrics import Evaluation, evaluate, with_references
@@ -83,14 +83,20 @@ def cache_dir() -> Path:
 def generate_data(spec: dict[str, Any], plugin: str, benchmark: list[str] | None = None) -> Path:
     """The train/validation/test splits of ``spec`` (see :func:`attnlab.data.datasets.data_spec`) as a JSON file in
     :func:`cache_dir`; its path. The file is named by a hash of these inputs
-    (:func:`attnlab.data.data_key.data_file_name`) and generated once per machine. The cache is a file of this machine's cache folder, not a Prefect result
-    record: a Dask worker on another machine keeps its own (Prefect would write its records under
-    the submitting machine's PREFECT_HOME, which a worker does not have)."""
-    path = cache_dir() / data_file_name(spec, plugin)
+    (:func:`attnlab.data.data_key.data_file_name`) and generated once per machine; a file there
+    that cannot stand for these inputs (:func:`attnlab.data.datasets.entry_problem`: cut short,
+    changed, another key's, empty) is generated again, with one line on the progress logger. The
+    cache is a file of this machine's cache folder, not a Prefect result record: a Dask worker on
+    another machine keeps its own (Prefect would write its records under the submitting
+    machine's PREFECT_HOME, which a worker does not have)."""
+    path, key = cache_dir() / data_file_name(spec, plugin), data_key(spec, plugin)
     if path.exists():
-        return path
-    fields = {key: value for key, value in spec.items() if key not in ("data_version", "benchmark")}
-    return save_splits(path, prepare_data(ExperimentConfig(**fields), frozenset(benchmark or ()))[1])
+        problem = entry_problem(path, key)
+        if problem is None:
+            return path
+        progress.info(f"the data cache file {path} {problem}: generating the data again")
+    fields = {name: value for name, value in spec.items() if name not in ("data_version", "benchmark")}
+    return save_splits(path, prepare_data(ExperimentConfig(**fields), frozenset(benchmark or ()))[1], key)
 
 
 def dataset(config: ExperimentConfig, benchmark: tuple[str, list[str]] | None = None) -> Path:

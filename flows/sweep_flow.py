@@ -10,8 +10,6 @@ tables and figures and ends FINISHED, or FAILED when some combination failed.
 
 from __future__ import annotations
 
-import logging
-import queue
 import shutil
 import tempfile
 from pathlib import Path
@@ -23,18 +21,18 @@ from prefect.cache_policies import NO_CACHE
 from attnlab.evaluation.compare import Grid, grid_configs
 from attnlab.flows import sweep_parent
 from attnlab.flows.flow_runs import ending_status, is_interrupt
+from attnlab.flows.services import prefect_watch
 from attnlab.flows.sweep_inputs import shared_inputs
+from attnlab.flows.sweep_jobs import run_all
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking import store
-from attnlab.flows.tracking.sweep_reruns import child_runs, settle_children
+from attnlab.flows.tracking.errors import PrefectLost, RunFault
+from attnlab.flows.tracking.sweep_reruns import child_runs, end_child, settle_children
 from attnlab.flows.tracking.sweep_resume import job_keys, record_finished, reused_outcomes
 from attnlab.lab.config import ExperimentConfig
 from attnlab.lab.names import experiment_name
-from attnlab.lab.summaries import finish_line
+from attnlab.ops.sweep_attempts import stopped_sweep_line
 from mlflow import MlflowClient
-
-#: One line per finished combination goes to this logger.
-progress = logging.getLogger("attnlab.sweep")
 
 
 @task(name="train-combination", cache_policy=NO_CACHE)
@@ -70,90 +68,22 @@ def train_combination(
 
         torch.set_num_threads(threads)
     child = train_flow.with_options(flow_run_name=name)
-    summary = child(
-        config=config,
-        experiment=experiment,
-        register_model=register_models,
-        parent_run_id=parent_run_id,
-        probe=probe,
-        probe_gold=probe_gold,
-        command="sweep",
-        compare=compare,
-        log_model=log_models,
-        example_plots=example_plots,
-    )
+    with prefect_watch.watching():  # a worker process notices a lost server itself, at its next step
+        summary = child(
+            config=config,
+            experiment=experiment,
+            register_model=register_models,
+            parent_run_id=parent_run_id,
+            probe=probe,
+            probe_gold=probe_gold,
+            command="sweep",
+            compare=compare,
+            log_model=log_models,
+            example_plots=example_plots,
+        )
     if key is not None:
         record_finished(MlflowClient(), summary["run_id"], key, summary)
     return summary
-
-
-def _outcome(future, label: str, config: ExperimentConfig) -> dict[str, Any]:
-    """A finished future as ``{label, seed, task, status, summary | error}``."""
-    base = {"label": label, "seed": config.seed, "task": config.task}
-    try:
-        return {**base, "status": "FINISHED", "summary": future.result()}
-    except Exception as exc:  # noqa: BLE001  any failure of one combination is reported, not raised
-        error = " ".join(f"{type(exc).__name__}: {exc}".split())
-        return {**base, "status": "FAILED", "error": error[:500]}
-
-
-def _running_line(client: MlflowClient, parent_run_id: str) -> str | None:
-    """Where the runs in progress are, read from their MLflow runs (works for any runner): one
-    search per call, whatever the number of running runs (the latest epoch is a tag, the latest
-    validation score the run's metric value)."""
-    parts = []
-    for run in child_runs(client, parent_run_id, "RUNNING"):
-        epochs = run.data.params.get("epochs", "?")
-        epoch, score = run.data.tags.get(tracking.EPOCH_TAG), run.data.metrics.get("val_exact_match")
-        where = f"epoch {epoch}/{epochs} val_exact_match {score:.3f}" if epoch and score is not None else "starting"
-        parts.append(f"{run.data.tags.get('mlflow.runName', run.info.run_id)}: {where}")
-    return "running: " + "; ".join(sorted(parts)) if parts else None
-
-
-def _run_all(
-    jobs,
-    experiment,
-    parent_run_id,
-    probes,
-    threads,
-    max_parallel,
-    register_models: bool = False,
-    log_models: bool = False,
-    report_every: float = 30.0,
-    compares: dict[str, list[str]] | None = None,
-    example_plots: bool = False,
-) -> list[dict[str, Any]]:
-    """Submit ``jobs`` [(label, config, key)], at most ``max_parallel`` at once; the outcomes in job
-    order. Each outcome is reported as it comes, and the runs in progress every
-    ``report_every`` seconds. ``probes``: task -> ``([source, target], its gold alignment)``;
-    ``compares``: task -> the sources of the sweep's explorer page."""
-    client = MlflowClient()
-    pending = list(enumerate(jobs))
-    finished: queue.Queue = queue.Queue()
-    running: dict[Any, tuple[int, str, ExperimentConfig]] = {}
-    outcomes: dict[int, dict[str, Any]] = {}
-    while pending or running:
-        while pending and len(running) < max_parallel:
-            index, (label, config, key) = pending.pop(0)
-            name = f"{label.replace('/', '-')}-seed{config.seed}"
-            probe, probe_gold = probes.get(config.task, (None, None))
-            future = train_combination.with_options(task_run_name=f"train-{name}").submit(
-                config, experiment, parent_run_id, probe, threads, name, register_models, log_models,
-                compare=(compares or {}).get(config.task), probe_gold=probe_gold, example_plots=example_plots, key=key,
-            )  # fmt: skip
-            running[future] = (index, label, config)
-            future.add_done_callback(finished.put)
-        try:
-            done = finished.get(timeout=report_every)
-        except queue.Empty:
-            line = _running_line(client, parent_run_id)
-            if line:
-                progress.info(line)
-            continue
-        index, label, config = running.pop(done)
-        outcomes[index] = _outcome(done, label, config)
-        progress.info(finish_line(len(outcomes), len(jobs), outcomes[index]))
-    return [outcomes[i] for i in range(len(jobs))]
 
 
 def _stop_workers(grace: float = 5.0) -> None:
@@ -171,10 +101,21 @@ def _stop_workers(grace: float = 5.0) -> None:
             child.kill()
 
 
-def _kill_children(client: MlflowClient, parent_run_id: str) -> None:
-    """End KILLED the child runs an interrupted sweep left RUNNING."""
-    for run in child_runs(client, parent_run_id, "RUNNING"):
-        client.set_terminated(run.info.run_id, "KILLED")
+def _submitter(
+    experiment: str, parent_run_id: str, shown, threads: int | None, register_models: bool, log_models: bool, example_plots: bool
+):
+    """Submits one run of the sweep (label, config, resume key) as a ``train-combination`` task;
+    its future. ``shown``: the sweep's shared inputs (:func:`attnlab.flows.sweep_inputs.shared_inputs`)."""
+
+    def submit(label: str, config: ExperimentConfig, key: str | None):
+        name = f"{label.replace('/', '-')}-seed{config.seed}"
+        probe, probe_gold = shown.probes.get(config.task, (None, None))
+        return train_combination.with_options(task_run_name=f"train-{name}").submit(
+            config, experiment, parent_run_id, probe, threads, name, register_models, log_models,
+            compare=shown.compares.get(config.task), probe_gold=probe_gold, example_plots=example_plots, key=key,
+        )  # fmt: skip
+
+    return submit
 
 
 @flow(name="attnlab-sweep", description="Train every combination of plugins and seeds; compare them in one MLflow parent run.")
@@ -212,13 +153,14 @@ def sweep_flow(
     client = MlflowClient()
     parent_run_id = sweep_parent.start_parent(client, experiment, base, grid_, bands)
     workdir = Path(tempfile.mkdtemp(prefix="attnlab-sweep-"))
+    todo = list(range(len(jobs)))
     try:
         shown = shared_inputs(configs)
         reused = reused_outcomes(client, experiment, jobs) if resume else {}
         sweep_parent.note_reused(client, parent_run_id, len(reused), len(jobs))
         todo = [index for index in range(len(jobs)) if index not in reused]
-        trained = _run_all([jobs[i] for i in todo], experiment, parent_run_id, shown.probes, threads, max(1, max_parallel), register_models,
-                           log_models, compares=shown.compares, example_plots=example_plots)  # fmt: skip
+        submit = _submitter(experiment, parent_run_id, shown, threads, register_models, log_models, example_plots)
+        trained = run_all(submit, [jobs[i] for i in todo], max(1, max_parallel), parent_run_id)
         results = [{**reused, **dict(zip(todo, trained))}[index] for index in range(len(jobs))]
         settle_children(client, parent_run_id)  # a lost worker's run ends FAILED, its rerun linked
         comparison = sweep_parent.log_comparison(client, parent_run_id, results, labels, bands, shown.train_max, workdir)
@@ -227,8 +169,10 @@ def sweep_flow(
             client, parent_run_id, results, shown.shared, shown.data_seeds, len(grid_.seeds), workdir / "attention", shown.references
         )
     except BaseException as exc:
-        _abandon(client, parent_run_id, exc)
-        raise
+        told = _abandon(client, parent_run_id, exc, len(todo))
+        if told is None:
+            raise
+        raise told from exc
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     failed = sum(result["status"] != "FINISHED" for result in results)
@@ -249,13 +193,25 @@ def sweep_flow(
     }
 
 
-def _abandon(client: MlflowClient, parent_run_id: str, exc: BaseException) -> None:
-    """End a sweep that ``exc`` stopped: its workers stopped (for an interrupt), its running child
-    runs KILLED, the parent run FAILED or KILLED."""
-    if is_interrupt(exc):
+def _abandon(client: MlflowClient, parent_run_id: str, exc: BaseException, total: int) -> Exception | None:
+    """End a sweep of ``total`` runs to train that ``exc`` stopped: its workers stopped (for an
+    interrupt or a lost Prefect server), its running child runs KILLED (FAILED, saying so, when
+    Prefect's server was lost), the parent run FAILED or KILLED. The one-line error to raise in
+    place of ``exc`` (RunFault, after a lost Prefect server), or None to raise ``exc``."""
+    lost = prefect_watch.lost()
+    if is_interrupt(exc) or lost is not None:
         _stop_workers()
-    _kill_children(client, parent_run_id)
-    tracking.end_run(client, parent_run_id, ending_status(exc), error=f"{type(exc).__name__}: {exc}")
+    if lost is None or is_interrupt(exc):
+        for run in child_runs(client, parent_run_id, "RUNNING"):
+            client.set_terminated(run.info.run_id, "KILLED")
+        tracking.end_run(client, parent_run_id, ending_status(exc), error=f"{type(exc).__name__}: {exc}")
+        return None
+    why = str(exc) if isinstance(exc, PrefectLost) else f"lost Prefect's API server ({lost})"
+    for run in child_runs(client, parent_run_id, "RUNNING"):
+        end_child(client, parent_run_id, run, "FAILED", why, prefect=False)
+    tracking.end_run(client, parent_run_id, "FAILED", error=why)
+    statuses = [run.info.status for run in child_runs(client, parent_run_id)]
+    return RunFault(stopped_sweep_line(why, parent_run_id, statuses, total))
 
 
 def _promotion(result: dict[str, Any]) -> dict[str, Any]:

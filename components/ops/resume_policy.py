@@ -5,12 +5,18 @@ keeps its last per-epoch checkpoint: on local disk when its process could not en
 run's ``checkpoint/`` artifact when it ended KILLED or FAILED. Resuming continues the same MLflow
 run after its last finished epoch, with the config it started with.
 
+One resume of a run at a time: the command holds a lock per run while it resumes it, and a
+second resume is refused naming the process that holds it (:func:`busy_refusal`).
+
 Pure: the command reads the run and where its checkpoint is, and says the refusal in one line.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+
+from attnlab.ops.stale_runs import HEARTBEAT, HOST, PID
 
 
 @dataclass(frozen=True)
@@ -37,3 +43,27 @@ def resume_refusal(run: StoppedRun) -> str | None:
     if not (run.local_checkpoint or run.artifact_checkpoint):
         return f"run {run.run_id} kept no checkpoint (it stopped before its first epoch ended): train it again instead"
     return None
+
+
+def busy_refusal(run_id: str, holder: Mapping[str, str], now: float) -> str:
+    """The line refusing a second resume of run ``run_id`` while another process holds its resume
+    lock; ``holder``: that process's owner tags (:func:`attnlab.ops.stale_runs.owner_tags`),
+    empty when it has not written them yet."""
+    who = f"process {holder[PID]} on {holder[HOST]}" if PID in holder and HOST in holder else "another process"
+    try:
+        since = f" (started {max(0.0, now - float(holder[HEARTBEAT])):.0f} s ago)"
+    except (KeyError, ValueError):
+        since = ""
+    return (
+        f"run {run_id} is being resumed by {who}{since}; two resumes would train the same epochs twice: "
+        "wait for that one to end, or stop it (Ctrl-C there) and resume again"
+    )
+
+
+def damaged_checkpoint(run_id: str, problem: str) -> str:
+    """The line refusing to resume run ``run_id`` whose checkpoint cannot be loaded (``problem``:
+    why, naming the file), with the choices left."""
+    return (
+        f"run {run_id} cannot be resumed: its checkpoint is damaged ({problem}); "
+        "start a new run instead ('attnlab train' with the same options), or resume another run ('attnlab runs' lists them)"
+    )

@@ -1,6 +1,8 @@
 """A sweep's attempts at each run: a run whose worker was lost is rerun by the cluster elsewhere,
 which leaves two MLflow runs for one combination and seed, the first still RUNNING. At the end of
 a sweep every run it started must be ended, and every rerun linked to the attempt it replaces.
+A worker lost on this machine fails the one run it held, ended at once; a sweep that lost its
+Prefect server stops, in one line.
 
 Pure: the flow reads the child runs from MLflow and carries out the :class:`Settlement`.
 """
@@ -56,3 +58,28 @@ def settle(children: list[ChildRun]) -> Settlement:
                     else "still RUNNING when the sweep ended: its worker was lost"
                 )
     return plan
+
+
+#: Why the run of a worker that died mid-sweep ended FAILED.
+WORKER_LOST = "its worker process was lost (killed or crashed) while it trained"
+
+
+def held_by_lost_worker(children: list[ChildRun], key: tuple[object, ...]) -> list[str]:
+    """The runs a worker lost mid-sweep held: those of its combination and seed ``key`` still
+    RUNNING (a sweep on local workers never runs one key twice at once). They are ended FAILED at
+    once, saying :data:`WORKER_LOST`; the other workers' runs go on."""
+    return [child.run_id for child in children if child.key == key and child.status == "RUNNING"]
+
+
+def stopped_sweep_line(lost: str, parent_run_id: str, statuses: list[str], total: int) -> str:
+    """The one line that ends a sweep stopped by ``lost`` (what it lost, e.g. "lost Prefect's API
+    server (...)"): the sweep run's end, how its ``total`` runs ended (``statuses``: those of the
+    runs it started, read from MLflow; the rest never started) and what to do."""
+    counts = {status: statuses.count(status) for status in sorted(set(statuses))}
+    ended = ", ".join(f"{count} {status}" for status, count in counts.items()) or "none started"
+    unstarted = f", {total - len(statuses)} not started" if total > len(statuses) and statuses else ""
+    return (
+        f"{lost}; sweep run {parent_run_id} ended FAILED; of its {total} runs: {ended}{unstarted}; "
+        "run the same sweep again with --resume to train only the runs not finished "
+        "(it starts a new temporary server; with PREFECT_API_URL set, start that server first)"
+    )

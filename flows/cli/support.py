@@ -1,5 +1,5 @@
 """What every ``attnlab`` command shares: one-line user errors, quiet logs, config assembly from
-YAML, flags and ``-o KEY=VALUE``, progress lines and quiet interrupts."""
+YAML, flags and ``-o KEY=VALUE``, progress lines, quiet interrupts and failure reports."""
 
 from __future__ import annotations
 
@@ -190,3 +190,48 @@ def ui_hint(store) -> str:
     if store.embedded:
         return "attnlab ui  (then open the link it prints for the experiment)"
     return f"open {store.tracking_uri}" if store.tracking_uri.startswith("http") else "mlflow ui --backend-store-uri " + store.tracking_uri
+
+
+class _DropFailureReports(logging.Filter):
+    """Prefect logs a failed task and flow at ERROR, each with a traceback; the command itself
+    says what ended the run (one line for a diverged training, a user's mistake or a fault of
+    the surroundings, Python's traceback for a bug), so these are not printed twice."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno < logging.ERROR
+
+
+@contextmanager
+def failures_quietly(verbose: bool) -> Iterator[None]:
+    """Keep Prefect's reports of a failed task or flow off stderr, and MLflow's report of a
+    database write that failed (a full disk): --verbose keeps them."""
+    if verbose:
+        yield
+        return
+    noise = _DropFailureReports()
+    loggers = [
+        logging.getLogger(name)
+        for name in ("prefect.task_runs", "prefect.flow_runs", "prefect.flow_engine", "prefect.task_engine", "mlflow.store.db.utils")
+    ]
+    for logger in loggers:
+        logger.addFilter(noise)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeFilter(noise)
+
+
+@contextmanager
+def environ_set(**values: str) -> Iterator[None]:
+    """Set environment variables for the duration (for the processes started meanwhile)."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

@@ -2,17 +2,17 @@
 
 Everything a user gives is checked before anything starts (grid values against the installed
 plugins, seeds, parallelism, the Dask address, every combination's config); a mistake is one
-line and exit status 2. A sweep where some combination failed reports everything, then exits 1.
+line and exit status 2. A failed combination is reported with the rest, then exit status 1; a
+lost Prefect server is one line (exit status 2).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import socket
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -31,7 +31,17 @@ from attnlab.flows.cli.options import (
     Verbose,
     config_command,
 )
-from attnlab.flows.cli.support import build_config, check_config, fail, interrupts_quietly, progress_handler, quiet, user_errors
+from attnlab.flows.cli.support import (
+    build_config,
+    check_config,
+    environ_set,
+    fail,
+    failures_quietly,
+    interrupts_quietly,
+    progress_handler,
+    quiet,
+    user_errors,
+)
 from attnlab.flows.tracking.errors import UserError
 from attnlab.lab.output_paths import check_output_folder
 from attnlab.lab.sweep_options import parse_bands, parse_names, parse_seeds
@@ -77,9 +87,9 @@ def task_runner(runner: str, max_parallel: int, dask_address: str | None):
 
         return ThreadPoolTaskRunner(max_workers=max_parallel)
     if runner == "process":
-        from prefect.task_runners import ProcessPoolTaskRunner
+        from attnlab.flows.worker_pool import SeparateWorkersTaskRunner
 
-        return ProcessPoolTaskRunner(max_workers=max_parallel)
+        return SeparateWorkersTaskRunner(max_workers=max_parallel)
     from prefect_dask import DaskTaskRunner
 
     if dask_address:
@@ -105,11 +115,7 @@ def sweep(
     ),
     experiment: Experiment = None,
     save_plots: Path | None = typer.Option(None, metavar="DIR", help="also copy the sweep's figures into this folder (created if missing)"),
-    register: bool = typer.Option(
-        False,
-        "--register",
-        help="register every finished run (as --model-name, default attnlab-<task>) and promote by the one rule (benchmark, lock)",
-    ),
+    register: bool = typer.Option(False, "--register", help="register every finished run (as --model-name) and promote by the one rule"),
     log_models: bool = typer.Option(
         False, "--log-models", help="log every run's model to MLflow (off by default: a sweep compares; --register logs them anyway)"
     ),
@@ -213,21 +219,41 @@ def run_sweep(
         f"{workers.parallel} at a time on the {runner} runner{f' at {dask_address}' if dask_address else ''}",
         err=True,
     )
-    # Worker processes read it when they start: the sweep reports each run's outcome itself, so
-    # their Prefect logs (crash reports of an interrupted run included) stay quiet.
-    workers_quiet = _environ("PREFECT_LOGGING_LEVEL", "CRITICAL") if not verbose else nullcontext()
+    # Read by worker processes as they start: the sweep reports each outcome, their Prefect logs stay quiet.
+    workers_quiet = (
+        environ_set(PREFECT_LOGGING_LEVEL="CRITICAL", PREFECT_INTERNAL_LOGGING_LEVEL="CRITICAL") if not verbose else nullcontext()
+    )
     handler = progress_handler("attnlab.sweep")
     try:
-        with interrupts_quietly(), workers_quiet, without_heartbeats() if server is not None else nullcontext():
+        with interrupts_quietly(), workers_quiet, failures_quietly(verbose), without_heartbeats() if server is not None else nullcontext():
             flow = sweep_flow.with_options(task_runner=task_runner(runner, workers.parallel, dask_address))
-            return flow(
-                base=base, grid=grid, seeds=seeds, experiment=experiment, max_parallel=workers.parallel, threads=workers.threads,
-                bands=bands, register_models=register, log_models=log_models, example_plots=example_plots, resume=resume,
+            return watched(
+                lambda: flow(
+                    base=base, grid=grid, seeds=seeds, experiment=experiment, max_parallel=workers.parallel, threads=workers.threads,
+                    bands=bands, register_models=register, log_models=log_models, example_plots=example_plots, resume=resume,
+                ),
+                server, verbose,
             )  # fmt: skip
     except KeyboardInterrupt:
         raise fail("interrupted: the sweep run and its unfinished runs ended KILLED", 130) from None
     finally:
         logging.getLogger("attnlab.sweep").removeHandler(handler)
+
+
+def watched(run: Callable[[], dict[str, Any]], server, verbose: bool) -> dict[str, Any]:
+    """``run()``'s value, Prefect's server (``server``: ours, or None) watched meanwhile; once it is
+    lost, the sweep's one line, found among the errors Prefect raised reporting it, ends the command."""
+    from attnlab.flows.services import prefect_watch
+    from attnlab.ops.faults import causes
+
+    with prefect_watch.watching(server.process if server is not None else None, verbose) as watch:
+        try:
+            return run()
+        except Exception as exc:
+            told = next((cause for cause in causes(exc) if isinstance(cause, UserError)), None)
+            if told is exc or (told is None and (watch is None or watch.lost is None)):
+                raise
+            raise fail(str(told) if told is not None else f"lost Prefect's API server ({watch.lost}) as the sweep ended") from None
 
 
 def check_runner(runner: str, dask_address: str | None, max_parallel: int | None) -> None:
@@ -256,6 +282,8 @@ def checked_configs(
     base = build_config(source.file, {**source.flags, **{dim: names[0] for dim, names in grid.items()}}, source.options)
     configs = grid_configs(base, Grid({dim: tuple(names) for dim, names in grid.items()}, tuple(seeds)))
     check_start(base, experiment, device=not dask_address)  # a cluster's workers may have the device
+    if base.model_name is not None and len(grid.get("task", [])) > 1:
+        raise UserError(f"--model-name {base.model_name!r} names one model; a sweep over several tasks registers each under its own")
     for config in {(c.task, c.scorer, c.encoder, c.decoder): c for c in configs}.values():
         try:
             check_config(config)
@@ -265,20 +293,6 @@ def checked_configs(
         check_dask_address(dask_address)
         check_cluster_stores(dask_address)
     return base, configs
-
-
-@contextmanager
-def _environ(name: str, value: str) -> Iterator[None]:
-    """Set an environment variable for the duration (for the processes started meanwhile)."""
-    saved = os.environ.get(name)
-    os.environ[name] = value
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = saved
 
 
 def register(app: typer.Typer) -> None:

@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import ExitStack, nullcontext
 from typing import Any
 
 import typer
@@ -18,6 +17,7 @@ from attnlab.flows.cli.support import (
     build_config,
     check_config,
     fail,
+    failures_quietly,
     interrupts_quietly,
     preload,
     progress_handler,
@@ -30,36 +30,6 @@ from attnlab.flows.cli.support import (
 def register(app: typer.Typer) -> None:
     """Add ``train`` to the ``attnlab`` app."""
     app.command()(train)
-
-
-class _DropFailureReports(logging.Filter):
-    """Prefect logs a failed task and flow at ERROR, each with a traceback; the command itself
-    says what ended the run (one line for a diverged training, a user's mistake or a fault of
-    the surroundings, Python's traceback for a bug), so these are not printed twice."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.levelno < logging.ERROR
-
-
-@contextmanager
-def failures_quietly(verbose: bool) -> Iterator[None]:
-    """Keep Prefect's reports of a failed task or flow off stderr, and MLflow's report of a
-    database write that failed (a full disk): --verbose keeps them."""
-    if verbose:
-        yield
-        return
-    noise = _DropFailureReports()
-    loggers = [
-        logging.getLogger(name)
-        for name in ("prefect.task_runs", "prefect.flow_runs", "prefect.flow_engine", "prefect.task_engine", "mlflow.store.db.utils")
-    ]
-    for logger in loggers:
-        logger.addFilter(noise)
-    try:
-        yield
-    finally:
-        for logger in loggers:
-            logger.removeFilter(noise)
 
 
 def check_start(config, experiment: str | None, device: bool = True) -> None:
@@ -110,8 +80,8 @@ def train(
     with their defaults and types.
     """
     quiet(verbose)
-    with user_errors():
-        summary = run_training(source, experiment, verbose, json_output, resume)
+    with user_errors(), ExitStack() as held:  # held: the resume lock, until the run ends
+        summary = run_training(source, experiment, held, verbose, json_output, resume)
     from attnlab.lab.summaries import format_summary, unusable_champion
 
     if json_output:
@@ -126,12 +96,14 @@ def train(
 def run_training(
     source: ConfigSource,
     experiment: str | None,
+    held: ExitStack,
     verbose: bool = False,
     json_output: bool = False,
     resume: str | None = None,
 ) -> dict[str, Any]:
     """Validate everything a user gave, check MLflow, run the train flow (or, with ``resume``,
-    continue that stopped run); its summary with the wall-time split under ``timings``. Prefect's server boots while the rest starts up. Progress
+    continue that stopped run, its resume lock entered on ``held``); its summary with the
+    wall-time split under ``timings``. Prefect's server boots while the rest starts up. Progress
     goes to stderr: a bar inside epochs on a terminal, plain lines otherwise or with
     ``json_output``."""
     from attnlab.training.phase_lines import phase_lines
@@ -154,7 +126,7 @@ def run_training(
         store = resolve_store()
         check_store(store)  # an unreachable server is reported before training
         if resume is not None:
-            config, experiment = resumed_config(resume)
+            config, experiment = resumed_config(resume, held)
             sizes = check_config(config)
     with phase_lines("start", lambda line: typer.echo(line, err=True)):
         with watch("imports"):
@@ -194,12 +166,14 @@ def check_resume_alone(source: ConfigSource, experiment: str | None) -> None:
         raise UserError(f"--resume continues a run with its own config and experiment; leave out {', '.join(dict.fromkeys(given))}")
 
 
-def resumed_config(run_id: str) -> tuple[Any, str]:
-    """The config and experiment of the stopped run ``run_id`` (UserError when it cannot resume)."""
-    from attnlab.flows.resume_run import resumable_run
+def resumed_config(run_id: str, held: ExitStack) -> tuple[Any, str]:
+    """The config and experiment of the stopped run ``run_id``, its resume lock entered on
+    ``held`` first (UserError when another process resumes it, or it cannot resume)."""
+    from attnlab.flows.resume_run import resumable_run, resume_lock
     from attnlab.flows.tracking.store import use_store
     from mlflow import MlflowClient
 
+    held.enter_context(resume_lock(run_id))
     use_store()
     return resumable_run(MlflowClient(), run_id)
 

@@ -131,10 +131,14 @@ _current: PrefectWatch | None = None
 def watching(process: subprocess.Popen | None = None, verbose: bool = False) -> Iterator[PrefectWatch | None]:
     """Watch the Prefect API this process uses (``process``: the temporary server it started)
     while the block runs; nothing is watched when Prefect has no API URL. Once it is lost,
-    Prefect's logs about it are dropped unless ``verbose``."""
+    Prefect's logs about it are dropped unless ``verbose``. Inside a block that already watches
+    (a sweep's runs on threads of the sweep's process) the watch in place serves."""
     global _current
     from prefect.settings import get_current_settings
 
+    if _current is not None:
+        yield _current
+        return
     url = get_current_settings().api.url
     if not url:
         yield None

@@ -1,5 +1,6 @@
 """Carry out :func:`attnlab.ops.sweep_attempts.settle` on a sweep's child runs in MLflow (and their
-Prefect flow runs): runs left RUNNING by a lost worker end FAILED, reruns are linked."""
+Prefect flow runs): runs left RUNNING by a lost worker end FAILED, reruns are linked; and end the
+run of a worker lost mid-sweep at once (:func:`end_lost_worker_run`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import logging
 from mlflow.entities import RunTag
 
 from attnlab.flows.tracking.runs import ENDED_BY
-from attnlab.ops.sweep_attempts import ChildRun, Settlement, settle
+from attnlab.ops.sweep_attempts import WORKER_LOST, ChildRun, Settlement, held_by_lost_worker, settle
 from mlflow import MlflowClient
 
 log = logging.getLogger("attnlab.sweep")
@@ -35,11 +36,29 @@ def settle_children(client: MlflowClient, parent_run_id: str) -> Settlement:
     for run_id, tags in plan.tags.items():
         client.log_batch(run_id, tags=[RunTag(key, value) for key, value in tags.items()])
     for run_id, why in plan.end.items():
-        client.log_batch(run_id, tags=[RunTag(ENDED_BY, f"sweep {parent_run_id}: {why}"), RunTag("attnlab.error", why)])
-        client.set_terminated(run_id, "FAILED")
-        crash_flow_run(runs[run_id].data.tags.get("prefect.flow_run_id"), why)
+        end_child(client, parent_run_id, runs[run_id], "FAILED", why)
         log.info("%s: ended FAILED: %s", runs[run_id].info.run_name, why)
     return plan
+
+
+def end_lost_worker_run(client: MlflowClient, parent_run_id: str, key: tuple) -> list[str]:
+    """End FAILED the run a worker that died held (:func:`~attnlab.ops.sweep_attempts.held_by_lost_worker`:
+    its combination and seed ``key`` as :func:`combination` names it); the names of the runs ended."""
+    runs = {run.info.run_id: run for run in child_runs(client, parent_run_id, "RUNNING")}
+    held = held_by_lost_worker([ChildRun(r.info.run_id, combination(r), r.info.status, r.info.start_time) for r in runs.values()], key)
+    for run_id in held:
+        end_child(client, parent_run_id, runs[run_id], "FAILED", WORKER_LOST)
+    return [runs[run_id].info.run_name for run_id in held]
+
+
+def end_child(client: MlflowClient, parent_run_id: str, run, status: str, why: str, prefect: bool = True) -> None:
+    """End child run ``run`` of the sweep with ``status``, saying ``why`` (tags ``attnlab.error``
+    and ``attnlab.ended_by``), and its Prefect flow run Crashed unless ``prefect`` is False (the
+    server is gone)."""
+    client.log_batch(run.info.run_id, tags=[RunTag(ENDED_BY, f"sweep {parent_run_id}: {why}"), RunTag("attnlab.error", why)])
+    client.set_terminated(run.info.run_id, status)
+    if prefect:
+        crash_flow_run(run.data.tags.get("prefect.flow_run_id"), why)
 
 
 def crash_flow_run(flow_run_id: str | None, why: str) -> None:

@@ -3,7 +3,7 @@ the file format each name another."""
 
 from __future__ import annotations
 
-from attnlab.data.data_key import DATA_FORMAT, data_file_name, task_plugin_version
+from attnlab.data.data_key import DATA_FORMAT, data_file_name, data_key, task_plugin_version
 from attnlab.data.datasets import data_spec
 from attnlab.lab.config import ExperimentConfig
 
@@ -29,3 +29,8 @@ def test_the_spec_the_plugin_version_and_the_format_each_change_the_name():
 def test_the_plugin_version_names_the_distribution_of_an_installed_task():
     assert task_plugin_version("date").startswith("attnlab ")
     assert task_plugin_version("no-such-task") == "unknown"
+
+
+def test_the_file_name_is_the_start_of_the_key_the_file_records():
+    key = data_key(SPEC, "attnlab 0.1.0")
+    assert len(key) == 64 and data_file_name(SPEC, "attnlab 0.1.0") == f"date-{key[:20]}.json"

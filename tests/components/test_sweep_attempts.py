@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from attnlab.ops.cluster import prefect_problem, tracking_problem
-from attnlab.ops.sweep_attempts import ATTEMPT, RERUN_OF, ChildRun, settle
+from attnlab.ops.sweep_attempts import ATTEMPT, RERUN_OF, ChildRun, held_by_lost_worker, settle, stopped_sweep_line
 
 DOT, ADDITIVE = ("date", "dot", 0), ("date", "additive", 0)
 
@@ -42,3 +42,17 @@ def test_a_cluster_needs_a_shared_tracking_store_and_prefect_server(tmp_path):
     assert tracking_problem("postgresql+psycopg2://db/mlflow", None) is None
     assert "export PREFECT_API_URL" in prefect_problem(None)
     assert prefect_problem("http://10.0.0.5:4200/api") is None
+
+
+def test_a_lost_worker_held_the_running_run_of_its_key_only():
+    children = [ChildRun("held", DOT, "RUNNING", 1), ChildRun("beside", ADDITIVE, "RUNNING", 2), ChildRun("before", DOT, "FINISHED", 0)]
+    assert held_by_lost_worker(children, DOT) == ["held"]
+    assert held_by_lost_worker(children, ("date", "general", 0)) == []
+
+
+def test_a_stopped_sweep_says_how_each_run_ended_and_what_to_do():
+    line = stopped_sweep_line("lost Prefect's API server (http://h/api: connection refused)", "p1", ["FINISHED", "FAILED", "FAILED"], 4)
+    assert line.startswith("lost Prefect's API server (http://h/api: connection refused); sweep run p1 ended FAILED; ")
+    assert "of its 4 runs: 2 FAILED, 1 FINISHED, 1 not started; " in line
+    assert "run the same sweep again with --resume" in line and "\n" not in line
+    assert "of its 2 runs: none started; " in stopped_sweep_line("lost", "p1", [], 2)

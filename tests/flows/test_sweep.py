@@ -182,6 +182,8 @@ def test_a_failing_combination_is_reported_and_the_others_finish(capsys, empty_s
         (["--scorer", "multihead", "-o", "scorer.heads=3"], ["multihead", "heads"]),
         (["--length-bands", "40-21"], ["--length-bands", "'40-21'"]),
         (["--save-plots", "/proc/attnlab-plots"], ["--save-plots", "/proc/attnlab-plots"]),
+        (["--task", "reverse,date", "--model-name", "mine"], ["--model-name 'mine' names one model", "several tasks"]),
+        (["--model-name", "../up"], ["model_name", "use only letters"]),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2_before_anything_starts(capsys, empty_store, args, needles):

@@ -1,0 +1,86 @@
+"""The process runner of a sweep: worker processes that die alone.
+
+Prefect's ``ProcessPoolTaskRunner`` runs every task in one ``ProcessPoolExecutor``, and that
+executor does not survive the loss of a worker: when one worker process dies (SIGKILL, the
+out-of-memory killer), it fails every task it holds or has queued and terminates the healthy
+workers mid-run. :class:`SeparateWorkersTaskRunner` is that runner over a :class:`SeparatePools`
+executor instead: each worker is a pool of one process, so a worker that dies fails the one run
+it held, the others train on, and the next run starts in a fresh worker.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from prefect.task_runners import ProcessPoolTaskRunner
+
+
+class SeparatePools(Executor):
+    """An executor of worker processes that each live in a ``ProcessPoolExecutor`` of their own
+    (``mp_context``, ``initializer`` and ``initargs`` as that executor takes them). A task goes to
+    an idle worker, else to a new one; at most ``max_workers`` idle workers are kept. The sweep
+    submits at most as many tasks as it runs at once, so that is also the number of workers."""
+
+    def __init__(self, max_workers: int, mp_context: Any, initializer: Any = None, initargs: tuple[Any, ...] = ()):
+        self._options = dict(max_workers=1, mp_context=mp_context, initializer=initializer, initargs=initargs)
+        self._max_idle = max_workers
+        self._idle: list[ProcessPoolExecutor] = []
+        self._pools: set[ProcessPoolExecutor] = set()
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("cannot schedule new futures after shutdown")
+            pool = self._idle.pop() if self._idle else ProcessPoolExecutor(**self._options)  # type: ignore[arg-type]
+            self._pools.add(pool)
+        future = pool.submit(fn, *args, **kwargs)
+        future.add_done_callback(lambda done: self._release(pool, done))
+        return future
+
+    def _release(self, pool: ProcessPoolExecutor, done: Future[Any]) -> None:
+        """Make ``pool`` idle again after its task ``done``; a pool whose worker died is dropped."""
+        lost = not done.cancelled() and isinstance(done.exception(), BrokenProcessPool)
+        with self._lock:
+            keep = not lost and not self._closed and len(self._idle) < self._max_idle
+            if keep:
+                self._idle.append(pool)
+            else:
+                self._pools.discard(pool)
+        if not keep:
+            pool.shutdown(wait=False)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        with self._lock:
+            self._closed = True
+            pools, self._idle = list(self._pools), []
+            self._pools.clear()
+        for pool in pools:
+            pool.shutdown(wait=wait, cancel_futures=cancel_futures)
+
+
+class SeparateWorkersTaskRunner(ProcessPoolTaskRunner):
+    """Prefect's process-pool runner (spawned workers, contexts, events and logs forwarded to
+    this process) over :class:`SeparatePools`: a lost worker fails only the task it held."""
+
+    def __enter__(self) -> SeparateWorkersTaskRunner:
+        super().__enter__()
+        shared = self._executor  # the runner's own pool: no worker is started before a submit
+        assert shared is not None
+        self._executor = SeparatePools(  # type: ignore[assignment]
+            self._max_workers,
+            shared._mp_context,  # type: ignore[attr-defined]
+            shared._initializer,  # type: ignore[attr-defined]
+            shared._initargs,  # type: ignore[attr-defined]
+        )
+        shared.shutdown(wait=False)
+        return self
+
+
+def lost_worker(exc: BaseException) -> bool:
+    """True when ``exc`` says the worker process that ran a task died."""
+    return isinstance(exc, BrokenProcessPool)
