@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from pydantic import ValidationError
 
 from attnlab.data.splits import EncodedExamples
 from attnlab.evaluation.metrics import decode_texts
@@ -148,7 +149,7 @@ def _resume(
     missing = CHECKPOINT_KEYS - state.keys() if isinstance(state, dict) else CHECKPOINT_KEYS
     if missing:
         raise RefusedFile(f"{path} is not an attnlab checkpoint (no {', '.join(sorted(missing))})")
-    if not isinstance(state["config"], dict) or ExperimentConfig.model_validate(state["config"]) != config:
+    if _saved_config(state["config"]) != config:
         raise ValueError(
             f"checkpoint {path} was written by a different configuration; delete it or point the run at another checkpoint file"
         )
@@ -158,6 +159,15 @@ def _resume(
     torch.set_rng_state(state["rng"])
     keeper.load_state_dict(state.get("selection") or {})
     return TrainResult(history=state["history"], train_seconds=state["train_seconds"])
+
+
+def _saved_config(saved: object) -> ExperimentConfig | None:
+    """The config a checkpoint was written with (the keys it lacks at their defaults), or None
+    when it holds none that validates."""
+    try:
+        return ExperimentConfig.model_validate(saved)
+    except ValidationError:
+        return None
 
 
 def train(

@@ -175,10 +175,15 @@ def test_average_last_keeps_the_mean_of_the_last_epochs_and_measures_it(monkeypa
     }
 
 
-@pytest.mark.parametrize("update", [{"checkpoint": "best"}, {"average_last": 2}])
+@pytest.mark.parametrize(
+    "update",
+    [{"checkpoint": "best"}, {"average_last": 2}, {"warmup_steps": 5, "lr_schedule": "inverse_sqrt"}],
+    ids=["best", "average", "warmup"],
+)
 def test_a_resumed_run_keeps_what_its_selection_kept_before(monkeypatch, tmp_path, update):
     """Stopped after epoch 2 (the best), resumed for epoch 3: the model ends with epoch 2's
-    weights (checkpoint best) or the mean of epochs 2 and 3 (average_last 2), as straight through."""
+    weights (checkpoint best) or the mean of epochs 2 and 3 (average_last 2), as straight through;
+    a warmup and its schedule go on where they stopped."""
     config = ExperimentConfig(target_exact_match=None, **{**TINY, "epochs": 3}, **update)
     task, splits = prepare_data(config)
     scores = [0.1, 0.5, 0.3, 0.0]  # the 4th validates an average
@@ -207,6 +212,9 @@ def test_a_checkpoint_written_before_the_recipe_options_still_resumes(tmp_path):
         del state["config"][key]
     del state["selection"]
     torch.save(state, checkpoint)
+    torch.save({**state, "config": {**state["config"], "epochs": 0}}, tmp_path / "invalid.pt")
+    with pytest.raises(ValueError, match="was written by a different configuration"):  # one line, not pydantic's report
+        train_model(config, task, splits, checkpoint=tmp_path / "invalid.pt")
     _, result = train_model(config, task, splits, checkpoint=checkpoint)
     assert [m["epoch"] for m in result.history] == [1, 2] and result.selected["selected_epoch"] == 2.0
 
