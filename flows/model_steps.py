@@ -26,9 +26,11 @@ from mlflow import MlflowClient
 
 
 @task(name="register-model", **LOGGING)
-def register_model(run_id: str, bundle: Path, config: ExperimentConfig, test_score: float, examples: list[str]) -> str:
-    """Log the pyfunc model and register it under ``config.registered_model()``; the new version."""
-    return model_registry.log_and_register_model(MlflowClient(), run_id, bundle, config, test_score, examples)
+def register_model(
+    run_id: str, bundle: Path, config: ExperimentConfig, test_score: float, examples: list[str], tags: dict[str, str] | None = None
+) -> str:
+    """Log the pyfunc model and register it under ``config.registered_model()`` with ``tags`` besides its own; the new version."""
+    return model_registry.log_and_register_model(MlflowClient(), run_id, bundle, config, test_score, examples, tags)
 
 
 @task(name="log-model", **LOGGING)

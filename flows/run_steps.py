@@ -25,11 +25,14 @@ from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking import store
 from attnlab.lab.config import ExperimentConfig
 from attnlab.lab.run_summary import by_length, promotion_summary, registered_model
+from attnlab.lab.summaries import kept_weights
 from attnlab.training.phase_lines import phase_lines
 from attnlab.training.timing import Stopwatch
 
 #: The config fields a summary names the run by.
 NAMED_BY = ("task", "scorer", "encoder", "decoder", "seed")
+#: The run's tag that says which weights it kept, and by which rule (``weights: ...`` in the summary).
+SELECTION_TAG = "attnlab.selection"
 
 
 class Promotion(NamedTuple):
@@ -82,11 +85,12 @@ def run_steps(
         explored = tasks.explore_attention(
             run_id, trained.bundle, data, evaluation.metrics, trained.snapshots, attention, plan.compare, evaluation.greedy_correct
         )
+    selection = selection_entry(config, trained)
     with section("log"):
-        tasks.log_results(run_id, evaluation, attention, trained_metrics(trained), plots)
+        tasks.log_results(run_id, evaluation, attention, trained_metrics(trained), plots, {SELECTION_TAG: kept_weights(selection)})
     examples = model_examples(plotted.sources, evaluation.predictions)
     with section("register"):
-        model = model_entry(config, run_id, trained.bundle, examples, plan, float(evaluation.metrics["exact_match"]))
+        model = model_entry(config, run_id, trained, examples, plan, float(evaluation.metrics["exact_match"]))
     if plan.promotion is not None:
         with section("promote"):
             model.update(promote_version(config, model["version"], run_id, data, plan.promotion))
@@ -99,6 +103,7 @@ def run_steps(
         "parameters": trained.parameters,
         "final_epoch": trained.history[-1] if trained.history else {},
         "history": trained.history,
+        "selection": selection,
         "metrics": tracking.evaluation_metrics(evaluation),
         "by_length": by_length(evaluation.predictions),
         "probe": records[0] if plan.probe and records else None,
@@ -108,20 +113,37 @@ def run_steps(
 
 
 def trained_metrics(trained: Trained) -> dict[str, float]:
-    """The training's own metrics, logged beside the test metrics."""
+    """The training's own metrics, logged beside the test metrics: with which weights were kept
+    (``selected_epoch``, ``averaged_epochs``, ``selected_val_exact_match``, ``selected_val_loss``)."""
     return {
         "epochs_trained": float(len(trained.history)),
         "stopped_early": float(trained.stopped_early),
         "train_seconds": trained.train_seconds,
         "parameters": float(trained.parameters),
+        **(trained.selected or {}),
     }
 
 
-def model_entry(config: ExperimentConfig, run_id: str, bundle: Path, examples: list[str], plan: Plan, test_score: float) -> dict[str, Any]:
-    """The summary's ``model`` entry: the model registered (``plan.register``), else logged
-    (``plan.log_model``; ``uri`` None when not)."""
+def selection_entry(config: ExperimentConfig, trained: Trained) -> dict[str, Any]:
+    """The summary's ``selection``: the rule asked for and the weights it kept
+    (:func:`attnlab.lab.summaries.kept_weights` says it in words)."""
+    return {
+        "checkpoint": config.checkpoint,
+        "average_last": config.average_last,
+        "epochs": len(trained.history),
+        **(trained.selected or {}),
+    }
+
+
+def model_entry(
+    config: ExperimentConfig, run_id: str, trained: Trained, examples: list[str], plan: Plan, test_score: float
+) -> dict[str, Any]:
+    """The summary's ``model`` entry: the model registered (``plan.register``; its version tagged
+    with the kept epoch), else logged (``plan.log_model``; ``uri`` None when not)."""
+    bundle = trained.bundle
     if plan.register:
-        return registered_model(config.registered_model(), model_steps.register_model(run_id, bundle, config, test_score, examples))
+        tags = {"selected_epoch": str(int((trained.selected or {}).get("selected_epoch", len(trained.history))))}
+        return registered_model(config.registered_model(), model_steps.register_model(run_id, bundle, config, test_score, examples, tags))
     uri = model_steps.log_model(run_id, bundle, config, examples) if plan.log_model else None
     return {**registered_model(config.registered_model(), None), "uri": uri}
 

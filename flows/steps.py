@@ -120,9 +120,10 @@ def log_dataset(run_id: str, config: ExperimentConfig, data: Path, shared_with: 
 
 @dataclass(frozen=True)
 class Trained:
-    """What training leaves behind: the bundle folder, the per-epoch history and the attention
-    snapshots recorded after every epoch (a JSON file; see
-    :class:`~attnlab.viz.explorer_data.SnapshotRecorder`)."""
+    """What training leaves behind: the bundle folder (the kept weights, see
+    :mod:`attnlab.training.selection`), the per-epoch history, the attention snapshots recorded
+    after every epoch (a JSON file; see :class:`~attnlab.viz.explorer_data.SnapshotRecorder`) and
+    which weights were kept (:attr:`attnlab.training.loop.TrainResult.selected`)."""
 
     bundle: Path
     history: list[dict[str, float]]
@@ -130,6 +131,7 @@ class Trained:
     train_seconds: float
     parameters: int
     snapshots: Path | None = None
+    selected: dict[str, float] | None = None
 
 
 def tracked_write(where: store.Store, write: Callable[[], object]) -> None:
@@ -201,7 +203,7 @@ def train(config: ExperimentConfig, data: Path, run_id: str, workdir: Path) -> T
     if recorder.curve:
         chart = save_figure(training_chart(recorder.curve, len(recorder.measured)), workdir / "curve" / "alignment_over_training.png")
         tracked(lambda: client.log_artifact(run_id, str(chart), "plots"))
-    return Trained(bundle, result.history, result.stopped_early, result.train_seconds, parameters, snapshots)
+    return Trained(bundle, result.history, result.stopped_early, result.train_seconds, parameters, snapshots, result.selected)
 
 
 @task(name="evaluate", cache_policy=NO_CACHE)
@@ -282,11 +284,16 @@ def plot_alignment_offsets(offsets: pd.DataFrame | None, out_dir: Path) -> Path 
 
 
 @task(name="log-results", **LOGGING)
-def log_results(run_id: str, evaluation: Evaluation, attention_dir: Path, extra: dict[str, float], plots_dir: Path | None = None) -> None:
-    """Test metrics, tables, the attention folder (heatmaps, weights.json, explorer.html) and,
-    when given, the figures folder (``plots/``) of the run."""
+def log_results(
+    run_id: str, evaluation: Evaluation, attention_dir: Path, extra: dict[str, float], plots_dir: Path | None = None,
+    tags: dict[str, str] | None = None,
+) -> None:  # fmt: skip
+    """Test metrics with the ``extra`` ones, ``tags``, tables, the attention folder (heatmaps,
+    weights.json, explorer.html) and, when given, the figures folder (``plots/``) of the run."""
     client = MlflowClient()
     tracking.log_evaluation(client, run_id, evaluation, extra)
+    for key, value in (tags or {}).items():
+        client.set_tag(run_id, key, value)
     tracking.log_folder(client, run_id, attention_dir, "attention")
     if plots_dir is not None:
         tracking.log_folder(client, run_id, plots_dir, "plots")

@@ -30,6 +30,7 @@ NOT_DATA = frozenset(
         "scorer", "scorer_options", "encoder", "encoder_options", "decoder", "decoder_options",
         "embedding_dim", "hidden_size", "epochs", "batch_size", "length_bucketing", "learning_rate", "lr_schedule",
         "clip_norm", "teacher_forcing", "target_exact_match", "beam_size", "device", "compile_loops",
+        "warmup_steps", "weight_decay", "label_smoothing", "dropout", "checkpoint", "average_last", "model_name",
     }
 )  # fmt: skip
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 if TYPE_CHECKING:  # imported where used: a config is validated (and a mistake reported) without torch
     import torch
@@ -22,6 +22,7 @@ MAX_EXAMPLES = 1_000_000  # train_size, validation_size, test_size
 MAX_BATCH = 100_000
 MAX_EPOCHS = 10_000
 MAX_BEAM = 100
+MAX_STEPS = 10**9  # warmup_steps
 #: Seeds are |seed| < 2**32: the per-epoch batch order seeds torch with seed * 100003 + epoch,
 #: which must fit torch's 64-bit seed.
 SEED_RANGE = 2**32
@@ -29,6 +30,9 @@ SEED_RANGE = 2**32
 #: overflows float32 (a traceback, not a message). Large rates that still compute end as
 #: divergence (attnlab.training.loop.TrainingDiverged).
 MAX_LEARNING_RATE = 1e30
+
+#: How ``checkpoint: best`` picks its epoch (the docs, the run's tag and the summary say it so).
+BEST_RULE = "highest validation exact match, ties broken by lower validation loss"
 
 #: A finite float > 0 (``inf``, ``1e999`` and ``nan`` are refused).
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -84,9 +88,27 @@ class ExperimentConfig(BaseModel):
         "shuffled batches); saves padded decoder steps when lengths vary, at some cost in "
         "convergence",
     )
-    learning_rate: PositiveFloat = Field(5e-3, description=f"Adam learning rate (at most {MAX_LEARNING_RATE:g})")
-    lr_schedule: Literal["constant", "cosine"] = Field(
-        "constant", description="'cosine' decays the learning rate to 0 over the epochs, step by step"
+    learning_rate: PositiveFloat = Field(5e-3, description=f"AdamW learning rate (at most {MAX_LEARNING_RATE:g})")
+    lr_schedule: Literal["constant", "cosine", "inverse_sqrt"] = Field(
+        "constant",
+        description="after the warmup: 'constant'; 'cosine' decays the learning rate to 0 by the last step; "
+        "'inverse_sqrt' divides it by the square root of the steps (the transformer's schedule)",
+    )
+    warmup_steps: int = Field(
+        0, ge=0, le=MAX_STEPS, description="raise the learning rate linearly from 0 over this many optimisation steps first"
+    )
+    weight_decay: float = Field(
+        0.0,
+        ge=0.0,
+        allow_inf_nan=False,
+        description="AdamW's decoupled weight decay: each step multiplies every weight by 1 - lr x weight_decay",
+    )
+    label_smoothing: float = Field(0.0, description="share of the training loss's target mass spread evenly over the vocabulary, in [0, 1)")
+    dropout: float | None = Field(
+        None,
+        description="dropout of the built-in encoders and decoders, in [0, 1): on the embeddings, between recurrent "
+        "layers, before the output layer and inside transformer layers; unset: each plugin's own (0 recurrent, 0.1 "
+        "transformer); encoder.dropout / decoder.dropout win over it",
     )
     compile_loops: bool = Field(
         False,
@@ -99,6 +121,11 @@ class ExperimentConfig(BaseModel):
     target_exact_match: float | None = Field(
         0.999, gt=0.0, le=1.0, allow_inf_nan=False, description="stop early once validation exact match reaches this"
     )
+    checkpoint: Literal["last", "best"] = Field(
+        "last",
+        description=f"which weights the run keeps, evaluates and registers: the last epoch's, or the best epoch's ({BEST_RULE})",
+    )
+    average_last: EpochCount = Field(1, description="keep the mean of the last N epochs' weights (checkpoint 'last' only; 1: no averaging)")
     beam_size: BeamSize = Field(1, description="1 = greedy decoding at evaluation")
 
     seed: int = Field(0, gt=-SEED_RANGE, lt=SEED_RANGE)
@@ -128,6 +155,34 @@ class ExperimentConfig(BaseModel):
         from attnlab.lab.names import registered_name
 
         return registered_name(self.task, self.task_options, self.model_name)
+
+    @field_validator("label_smoothing", "dropout")
+    @classmethod
+    def _probability(cls, value: float | None) -> float | None:
+        if value is not None and not 0.0 <= value < 1.0:  # also refuses nan
+            raise ValueError("must be a number in [0, 1) (0: none)")
+        return value
+
+    @field_validator("weight_decay")
+    @classmethod
+    def _bounded_decay(cls, value: float, info: ValidationInfo) -> float:
+        rate = info.data.get("learning_rate")
+        if rate is not None and rate * value >= 1.0:
+            raise ValueError(
+                f"learning_rate x weight_decay must stay below 1 (AdamW multiplies every weight by 1 - {rate:g} x weight_decay "
+                f"each step); use a weight_decay below {1 / rate:g}"
+            )
+        return value
+
+    @field_validator("average_last")
+    @classmethod
+    def _averaged_epochs(cls, value: int, info: ValidationInfo) -> int:
+        if value > 1 and info.data.get("checkpoint") == "best":
+            raise ValueError("averages the last epochs and goes with checkpoint 'last' only; set checkpoint=last or average_last=1")
+        epochs = info.data.get("epochs")
+        if epochs is not None and value > epochs:
+            raise ValueError(f"must be at most epochs ({epochs}): the run has no more epochs to average")
+        return value
 
     @field_validator("device")
     @classmethod

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from attnlab.lab.config import BEST_RULE
+
 #: The test metrics on the summary's ``test:`` line, in this order, each when present.
 SHOWN_METRICS = ("exact_match", "char_accuracy", "token_error_rate", "sequence_error_rate", "alignment_accuracy", "attention_entropy")
 
@@ -34,6 +36,21 @@ def attention_lines(metrics: dict[str, float]) -> list[str]:
     return lines
 
 
+def kept_weights(selection: dict[str, Any]) -> str:
+    """Which weights a run kept, in words, from its summary's ``selection`` (``checkpoint``,
+    ``average_last``, ``epochs`` trained, and the training's ``selected_*`` and ``averaged_epochs``):
+    e.g. 'epoch 3 of 5, the best (highest validation exact match, ties broken by lower validation
+    loss): validation exact match 0.9500, loss 0.1234'."""
+    epoch, averaged, epochs = int(selection["selected_epoch"]), int(selection["averaged_epochs"]), int(selection["epochs"])
+    if averaged > 1:
+        which = f"the mean of epochs {epoch - averaged + 1}-{epoch} of {epochs}"
+    elif selection["checkpoint"] == "best":
+        which = f"epoch {epoch} of {epochs}, the best ({BEST_RULE})"
+    else:
+        which = f"epoch {epoch} of {epochs}, the last"
+    return f"{which}: validation exact match {selection['selected_val_exact_match']:.4f}, loss {selection['selected_val_loss']:.4f}"
+
+
 def promotion_verdict(model: dict[str, Any]) -> str:
     """What became of a train run's registered model (the summary's ``model`` entry)."""
     decision = model.get("decision")
@@ -56,10 +73,13 @@ def format_summary(summary: dict[str, Any]) -> str:
     benchmark = model.get("benchmark")
     where = f" on the benchmark ({benchmark['size']} examples, run {benchmark['run_id']})" if benchmark else ""
     early = ", stopped early" if summary["stopped_early"] else ""
+    selection = summary.get("selection") or {}
+    chosen = selection and (selection["checkpoint"] != "last" or selection["average_last"] > 1)
     return "\n".join(
         [
             f"run {summary['run_id']} FINISHED in experiment {summary['experiment']}: "
             f"{summary['epochs']} epoch(s), {summary['train_seconds']:.1f} s training{early}",
+            *([f"weights: {kept_weights(selection)}"] if chosen else []),
             f"test:  {shown}",
             *attention_lines(metrics),
             f"model: {model['name']} version {model['version']} ({model['uri']})",

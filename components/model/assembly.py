@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor, nn
 
@@ -19,6 +21,7 @@ from attnlab.plugins import (
     load_plugin,
 )
 from attnlab.plugins._probe import Subject, first_of_each, probe_decoder, probe_encoder, probe_scorer, probe_task
+from attnlab.plugins.options import Configurable
 
 
 class Seq2Seq(nn.Module):
@@ -97,7 +100,7 @@ def build_model(config: ExperimentConfig, task: Task, vocabs: tuple[Vocab, Vocab
         len(src_vocab),
         config.embedding_dim,
         config.hidden_size,
-        **config.encoder_options,
+        **plugin_options(config, "encoders"),
     )
 
     scorers: list[Attention] = []
@@ -118,7 +121,7 @@ def build_model(config: ExperimentConfig, task: Task, vocabs: tuple[Vocab, Vocab
         config.hidden_size,
         encoder.output_dim,
         make_attention,
-        **config.decoder_options,
+        **plugin_options(config, "decoders"),
     )
     model = Seq2Seq(encoder, decoder, src_vocab, tgt_vocab)
     if probe:
@@ -127,6 +130,24 @@ def build_model(config: ExperimentConfig, task: Task, vocabs: tuple[Vocab, Vocab
             probe_model(config, task, model, scorers)
             _probed.add(key)
     return model
+
+
+def plugin_options(config: ExperimentConfig, group: str) -> dict[str, Any]:
+    """The options the encoder (``group`` "encoders") or decoder ("decoders") plugin of ``config`` is
+    built with: its own options over ``config.dropout`` (given as the plugin's ``dropout`` option
+    when set). PluginError when ``dropout`` is set and the plugin has no such option (a third
+    party's): it would train without the dropout asked for."""
+    kind = group.removesuffix("s")
+    name, options = (config.encoder, config.encoder_options) if kind == "encoder" else (config.decoder, config.decoder_options)
+    if config.dropout is None or "dropout" in options:
+        return dict(options)
+    plugin = load_plugin(group, name)
+    if not issubclass(plugin, Configurable) or "dropout" not in plugin.option_names():
+        raise PluginError(
+            f"dropout={config.dropout} is given to the encoder and the decoder, and {kind} {name!r} has no dropout "
+            f"option; leave dropout unset and set that plugin's own options (-o {kind}.NAME=VALUE)"
+        )
+    return {"dropout": config.dropout, **options}
 
 
 #: What :func:`build_model` has probed in this process (config, plugin classes, vocabularies): a run

@@ -1,5 +1,6 @@
-"""Batched training with teacher forcing, Adam, gradient clipping, early stopping and
-per-epoch checkpoints a run can resume from.
+"""Batched training with teacher forcing, AdamW, gradient clipping, early stopping and
+per-epoch checkpoints a run can resume from; at the end the weights of the run's selection
+(:mod:`attnlab.training.selection`) are loaded into the model.
 
 Progress leaves through callbacks, one per epoch and one per step (the flow logs them); nothing
 here knows about Prefect or MLflow.
@@ -14,16 +15,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
+from pydantic import ValidationError
 
 from attnlab.data.splits import EncodedExamples
-from attnlab.data.vocab import PAD
 from attnlab.evaluation.metrics import decode_texts
 from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import Seq2Seq
 from attnlab.model.cpu_settings import tune_cpu
 from attnlab.plugins._recurrence import compiled
+from attnlab.training.optimization import make_optimizer, make_schedule, sequence_loss
 from attnlab.training.progress import StepCallback, StepProgress
+from attnlab.training.selection import Keeper
 
 #: Called after every epoch with that epoch's metrics (epoch, train_loss, val_loss,
 #: val_exact_match, seconds (the whole epoch), train_seconds (its optimisation steps alone),
@@ -56,11 +58,14 @@ def divergence(loss: float, first_loss: float | None) -> str | None:
 
 @dataclass
 class TrainResult:
-    """history: one metrics dict per epoch; stopped_early: the target exact match was reached."""
+    """history: one metrics dict per epoch; stopped_early: the target exact match was reached;
+    selected: which weights the model was left with (see :meth:`attnlab.training.selection.Keeper.select`:
+    ``selected_epoch``, ``averaged_epochs``, ``selected_val_exact_match``, ``selected_val_loss``)."""
 
     history: list[dict[str, float]] = field(default_factory=list)
     stopped_early: bool = False
     train_seconds: float = 0.0
+    selected: dict[str, float] = field(default_factory=dict)
 
 
 def length_bucketed_batches(lengths: torch.Tensor, batch_size: int, generator: torch.Generator, pool: int = 1) -> list[torch.Tensor]:
@@ -80,19 +85,13 @@ def length_bucketed_batches(lengths: torch.Tensor, batch_size: int, generator: t
     return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
 
 
-def _loss(model: Seq2Seq, batch: EncodedExamples, teacher_forcing: float) -> torch.Tensor:
-    """Mean cross-entropy over real target tokens (PAD ignored)."""
-    out = model(batch.src, batch.src_mask, batch.tgt[:, :-1], teacher_forcing=teacher_forcing)
-    return F.cross_entropy(out.logits.transpose(1, 2), batch.tgt[:, 1:], ignore_index=PAD)
-
-
 @torch.no_grad()
 def validation_metrics(model: Seq2Seq, data: EncodedExamples, max_length: int | None = None) -> dict[str, float]:
     """Teacher-forced loss and greedy exact match on ``data``; the exact match counts each
     distinct source once, right when its output equals any of the targets given for it (a word
     with two pronunciations is one word, as the test metrics count it)."""
     model.eval()
-    loss = float(_loss(model, data, 1.0))
+    loss = float(sequence_loss(model, data, 1.0))
     texts = decode_texts(model, data, max_length)
     targets = [model.tgt_vocab.decode(row[1:]) for row in data.tgt.tolist()]
     by_source: dict[tuple[int, ...], tuple[str, set[str]]] = {}
@@ -109,21 +108,15 @@ def _validate(model: Seq2Seq, data: EncodedExamples, max_length: int | None, con
         return validation_metrics(model, data, max_length)
 
 
-def _schedule(optimizer: torch.optim.Optimizer, config: ExperimentConfig, examples: int) -> torch.optim.lr_scheduler.LRScheduler:
-    """The per-batch learning-rate schedule of ``config.lr_schedule``."""
-    if config.lr_schedule == "cosine":
-        steps = config.epochs * math.ceil(examples / config.batch_size)
-        return torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=max(1, steps))
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
-
-
-#: What a checkpoint holds (all tensors and plain values: it loads weights-only).
+#: What a checkpoint holds (all tensors and plain values: it loads weights-only); besides,
+#: ``selection``: what the run's :class:`~attnlab.training.selection.Keeper` keeps (absent from
+#: checkpoints written before it existed).
 CHECKPOINT_KEYS = frozenset({"config", "model", "optimizer", "schedule", "history", "train_seconds", "rng"})
 
 
 def _save_checkpoint(
     path: Path, model: Seq2Seq, optimizer: torch.optim.Optimizer, schedule: torch.optim.lr_scheduler.LRScheduler,
-    result: TrainResult, config: ExperimentConfig,
+    result: TrainResult, config: ExperimentConfig, keeper: Keeper,
 ) -> None:  # fmt: skip
     tmp = path.with_suffix(".tmp")
     torch.save(
@@ -135,6 +128,7 @@ def _save_checkpoint(
             "history": result.history,
             "train_seconds": result.train_seconds,
             "rng": torch.get_rng_state(),
+            "selection": keeper.state_dict(),
         },
         tmp,
     )
@@ -143,9 +137,10 @@ def _save_checkpoint(
 
 def _resume(
     path: Path, model: Seq2Seq, optimizer: torch.optim.Optimizer, schedule: torch.optim.lr_scheduler.LRScheduler,
-    config: ExperimentConfig,
+    config: ExperimentConfig, keeper: Keeper,
 ) -> TrainResult:  # fmt: skip
-    """Load the checkpoint at ``path`` into the model, optimizer and schedule; its history.
+    """Load the checkpoint at ``path`` into the model, optimizer, schedule and keeper; its history.
+    A checkpoint written before a config field existed holds that field's default.
     Weights-only (:func:`attnlab.model.bundle.load_weights`): a checkpoint is often someone else's file
     (an artifact of a stopped run), and unpickling anything more could run code."""
     from attnlab.model.bundle import RefusedFile, load_weights
@@ -154,7 +149,7 @@ def _resume(
     missing = CHECKPOINT_KEYS - state.keys() if isinstance(state, dict) else CHECKPOINT_KEYS
     if missing:
         raise RefusedFile(f"{path} is not an attnlab checkpoint (no {', '.join(sorted(missing))})")
-    if state["config"] != config.model_dump(mode="json"):
+    if _saved_config(state["config"]) != config:
         raise ValueError(
             f"checkpoint {path} was written by a different configuration; delete it or point the run at another checkpoint file"
         )
@@ -162,7 +157,17 @@ def _resume(
     optimizer.load_state_dict(state["optimizer"])
     schedule.load_state_dict(state["schedule"])
     torch.set_rng_state(state["rng"])
+    keeper.load_state_dict(state.get("selection") or {})
     return TrainResult(history=state["history"], train_seconds=state["train_seconds"])
+
+
+def _saved_config(saved: object) -> ExperimentConfig | None:
+    """The config a checkpoint was written with (the keys it lacks at their defaults), or None
+    when it holds none that validates."""
+    try:
+        return ExperimentConfig.model_validate(saved)
+    except ValidationError:
+        return None
 
 
 def train(
@@ -179,15 +184,16 @@ def train(
     training clock, so keep it cheap). Stops early once validation exact match reaches
     ``config.target_exact_match``. Raises TrainingDiverged on a NaN/inf loss or one that grew by
     orders of magnitude (see :func:`divergence`). Deterministic for a
-    fixed seed on the CPU: the batch order of epoch e depends only on (seed, e).
+    fixed seed on the CPU: the batch order of epoch e depends only on (seed, e). The model ends with
+    the weights ``config.checkpoint`` and ``config.average_last`` select (``result.selected`` says which).
     """
     device = next(model.parameters()).device
     train_data, validation_data = train_data.to(device), validation_data.to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
-    schedule = _schedule(optimizer, config, len(train_data))
-    result = TrainResult()
+    optimizer = make_optimizer(model, config)
+    schedule = make_schedule(optimizer, config, len(train_data))
+    result, keeper = TrainResult(), Keeper(config)
     if checkpoint is not None and checkpoint.exists():
-        result = _resume(checkpoint, model, optimizer, schedule, config)
+        result = _resume(checkpoint, model, optimizer, schedule, config, keeper)
     first_loss = result.history[0]["train_loss"] if result.history else None
     for epoch in range(len(result.history) + 1, config.epochs + 1):
         if _reached_target(result.history, config):
@@ -207,11 +213,16 @@ def train(
         }
         result.history.append(metrics)
         result.train_seconds += metrics["seconds"]
+        keeper.observe(model, metrics)
         if checkpoint is not None:
-            _save_checkpoint(checkpoint, model, optimizer, schedule, result, config)
+            _save_checkpoint(checkpoint, model, optimizer, schedule, result, config, keeper)
         if on_epoch is not None:
             on_epoch(metrics)
     result.stopped_early = _reached_target(result.history, config)
+    result.selected = keeper.select(model, result.history)
+    if "selected_val_loss" not in result.selected:  # an average of epochs: measured here
+        scores = _validate(model, validation_data, max_length, config)
+        result.selected.update(selected_val_exact_match=scores["val_exact_match"], selected_val_loss=scores["val_loss"])
     return result
 
 
@@ -259,7 +270,7 @@ def train_step(model: Seq2Seq, batch: EncodedExamples, optimizer: torch.optim.Op
     returns the batch's loss. A NaN or infinite loss is returned without updating the model."""
     tune_cpu()
     with compiled(config.compile_loops):
-        loss = _loss(model, batch, config.teacher_forcing)
+        loss = sequence_loss(model, batch, config.teacher_forcing, config.label_smoothing)
         value = loss.item()
         if not math.isfinite(value):
             return value

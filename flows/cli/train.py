@@ -68,16 +68,22 @@ def train(
 
     \b
     -o KEY=VALUE sets any config key:
-      task, task_options, test_task_options, scorer, scorer_options, encoder,
+      task, task_options, test_task_options, model_name, scorer, scorer_options, encoder,
       encoder_options, decoder, decoder_options, embedding_dim, hidden_size,
       train_size, validation_size, test_size, epochs, batch_size,
-      length_bucketing, learning_rate, lr_schedule, compile_loops, clip_norm,
-      teacher_forcing, target_exact_match, beam_size, seed, device
+      length_bucketing, learning_rate, lr_schedule, warmup_steps, weight_decay,
+      label_smoothing, dropout, compile_loops, clip_norm, teacher_forcing,
+      target_exact_match, checkpoint, average_last, beam_size, seed, device
 
     -o GROUP.NAME=VALUE sets option NAME of the chosen plugin of GROUP (task, scorer, encoder,
     decoder; test_task: task options for the test split only), e.g. -o scorer.heads=8 is
     scorer_options: {heads: 8} in a YAML file. 'attnlab plugins' lists every plugin's options
     with their defaults and types.
+
+    The training recipe (docs: Training recipe): dropout, label_smoothing, weight_decay (AdamW),
+    warmup_steps and lr_schedule (constant, cosine, inverse_sqrt), and which weights are kept:
+    checkpoint (last, best: highest validation exact match, ties broken by lower validation
+    loss) and average_last N (the mean of the last N epochs' weights).
     """
     quiet(verbose)
     with user_errors(), ExitStack() as held:  # held: the resume lock, until the run ends

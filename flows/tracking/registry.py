@@ -98,16 +98,17 @@ def _versions_of_run(client: MlflowClient, name: str, run_id: str) -> list:
 
 
 def log_and_register_model(
-    client: MlflowClient, run_id: str, bundle: Path, config: ExperimentConfig, test_score: float, examples: list[str]
-) -> str:
+    client: MlflowClient, run_id: str, bundle: Path, config: ExperimentConfig, test_score: float, examples: list[str],
+    extra_tags: dict[str, str] | None = None,
+) -> str:  # fmt: skip
     """Log the pyfunc model (``model``) of the run and register it under the config's registered
     model name (:meth:`~attnlab.lab.config.ExperimentConfig.registered_model`); returns
-    the version, tagged with its test score and the plugins. A retry reuses the version the run
-    already has."""
+    the version, tagged with its test score, the plugins and ``extra_tags``. A retry reuses the
+    version the run already has."""
     from attnlab.flows.tracking.runs import run_tags
 
     name = config.registered_model()
-    tags = {TEST_SCORE_TAG: repr(float(test_score)), **run_tags(config)}
+    tags = {TEST_SCORE_TAG: repr(float(test_score)), **run_tags(config), **(extra_tags or {})}
     existing = _versions_of_run(client, name, run_id)
     if existing:
         version = str(existing[0].version)

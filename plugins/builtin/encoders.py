@@ -2,7 +2,7 @@
 
 Every encoder maps src long [B, Ls] and src_mask bool [B, Ls] to outputs [B, Ls, hidden_size] and
 a summary [B, hidden_size]. The recurrent ones pack the padded batch, so a source's outputs do
-not depend on the padding after it.
+not depend on the padding after it; their ``dropout`` acts on the embeddings and between layers.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ __all__ = [
 
 
 class _RecurrentEncoder(Encoder):
-    """Shared body of the RNN encoders: embed, run a packed RNN, summarise the final state."""
+    """Shared body of the RNN encoders: embed (dropout), run a packed RNN (dropout between its
+    layers), summarise the final state."""
 
     rnn_class: type[nn.GRU] | type[nn.LSTM] = nn.GRU
     bidirectional = False
@@ -42,19 +43,15 @@ class _RecurrentEncoder(Encoder):
         super().__init__(vocab_size, embedding_dim, hidden_size, **options)
         require_positive_int(layers=layers)
         require_probability(dropout=dropout)
-        if dropout > 0 and layers == 1:  # nn.GRU/nn.LSTM would only warn and train without it
-            raise ValueError(
-                f"dropout={dropout} acts between recurrent layers and needs layers >= 2, got layers=1; "
-                "set encoder.layers=2 or leave dropout at 0"
-            )
         self.embedding = nn.Embedding(vocab_size, embedding_dim, padding_idx=PAD_ID)
+        self.dropout = nn.Dropout(dropout)
         self.rnn = self.rnn_class(
             embedding_dim,
             hidden_size,
             num_layers=layers,
             batch_first=True,
             bidirectional=self.bidirectional,
-            dropout=dropout,
+            dropout=dropout if layers > 1 else 0.0,  # nn.GRU/nn.LSTM warn about it on one layer
         )
         directions = 2 if self.bidirectional else 1
         # Both directions are merged back to hidden_size so every scorer fits every encoder.
@@ -62,9 +59,10 @@ class _RecurrentEncoder(Encoder):
 
     def forward(self, src: Tensor, src_mask: Tensor) -> EncoderOutput:
         no_padding = bool(src_mask.all())
-        if no_padding and self.rnn_class is nn.GRU and not self.bidirectional and self.rnn.num_layers == 1:
+        dropping = self.training and self.dropout.p > 0
+        if no_padding and not dropping and self.rnn_class is nn.GRU and not self.bidirectional and self.rnn.num_layers == 1:
             return self._scan(src)
-        embedded = self.embedding(src)
+        embedded = self.dropout(self.embedding(src))
         if no_padding:  # packing would give the same, only slower
             outputs, final = self.rnn(embedded)
         else:
@@ -91,17 +89,17 @@ class _RecurrentEncoder(Encoder):
 
 
 class GRUEncoder(_RecurrentEncoder):
-    """Unidirectional GRU (the seed tutorial's encoder). Options: layers, dropout (between layers: needs layers >= 2)."""
+    """Unidirectional GRU (the seed tutorial's encoder). Options: layers, dropout (embeddings and between layers)."""
 
 
 class LSTMEncoder(_RecurrentEncoder):
-    """Unidirectional LSTM. Options: layers, dropout (between layers: needs layers >= 2)."""
+    """Unidirectional LSTM. Options: layers, dropout (embeddings and between layers)."""
 
     rnn_class = nn.LSTM
 
 
 class BiGRUEncoder(_RecurrentEncoder):
-    """Bidirectional GRU (Bahdanau et al.); both directions are merged to hidden_size."""
+    """Bidirectional GRU (Bahdanau et al.); both directions are merged to hidden_size. Options: layers, dropout."""
 
     bidirectional = True
 

@@ -34,11 +34,33 @@ from attnlab.plugins import PluginError
         ("learning_rate", 1e35, r"at most 1e\+30"),
         ("clip_norm", "inf", "finite number"),
         ("teacher_forcing", "nan", "finite number"),
+        # the training recipe
+        ("dropout", 1.0, r"must be a number in \[0, 1\)"),
+        ("dropout", -0.1, r"must be a number in \[0, 1\)"),
+        ("dropout", "nan", r"must be a number in \[0, 1\)"),
+        ("label_smoothing", 1.5, r"must be a number in \[0, 1\)"),
+        ("label_smoothing", "inf", r"must be a number in \[0, 1\)"),
+        ("weight_decay", -0.01, "greater than or equal to 0"),
+        ("weight_decay", "inf", "finite number"),
+        ("weight_decay", 1000, r"learning_rate x weight_decay must stay below 1 .* use a weight_decay below 200"),
+        ("warmup_steps", -1, "greater than or equal to 0"),
+        ("warmup_steps", 1.5, "valid integer"),
+        ("lr_schedule", "linear", "'constant', 'cosine' or 'inverse_sqrt'"),
+        ("checkpoint", "first", "'last' or 'best'"),
+        ("average_last", 0, "greater than 0"),
+        ("average_last", 21, r"must be at most epochs \(20\)"),
     ],
 )
 def test_bad_values_are_refused(field, value, message):
     with pytest.raises(ValidationError, match=message):
         ExperimentConfig(**{field: value})
+
+
+def test_average_last_goes_with_the_last_checkpoint_only():
+    with pytest.raises(ValidationError, match="goes with checkpoint 'last' only; set checkpoint=last or average_last=1"):
+        ExperimentConfig(checkpoint="best", average_last=3)
+    assert ExperimentConfig(checkpoint="best", average_last=1).average_last == 1
+    assert ExperimentConfig(average_last=3, epochs=3).average_last == 3
 
 
 def test_config_is_frozen():

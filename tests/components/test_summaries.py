@@ -8,6 +8,7 @@ from attnlab.lab.summaries import (
     finish_line,
     format_summary,
     format_sweep,
+    kept_weights,
     unusable_champion,
 )
 
@@ -47,6 +48,24 @@ def test_a_train_summary_says_what_became_of_the_model():
     assert "promotion: registered, not promoted" in format_summary({**SUMMARY, "model": {**MODEL, "decision": None}})
     champion = {**MODEL, "champion": True, "champion_version": "3", "decision": {"reason": "first"}}
     assert "promotion: new champion: first" in format_summary({**SUMMARY, "model": champion})
+
+
+def test_the_kept_weights_get_a_line_when_a_selection_was_asked_for():
+    kept = {"selected_epoch": 3.0, "averaged_epochs": 1.0, "selected_val_exact_match": 0.95, "selected_val_loss": 0.1234}
+    model = {**MODEL, "decision": None}
+
+    def second_line(**selection) -> str:
+        return format_summary({**SUMMARY, "model": model, "selection": {"epochs": 4, **kept, **selection}}).splitlines()[1]
+
+    assert second_line(checkpoint="best", average_last=1) == (
+        "weights: epoch 3 of 4, the best (highest validation exact match, ties broken by lower validation loss): "
+        "validation exact match 0.9500, loss 0.1234"
+    )
+    assert second_line(checkpoint="last", average_last=2, selected_epoch=4.0, averaged_epochs=2.0) == (
+        "weights: the mean of epochs 3-4 of 4: validation exact match 0.9500, loss 0.1234"
+    )
+    assert second_line(checkpoint="last", average_last=1).startswith("test:")  # the default: the last epoch, said nowhere
+    assert kept_weights({"checkpoint": "last", "average_last": 1, "epochs": 4, **kept}).startswith("epoch 3 of 4, the last:")
 
 
 def test_an_unusable_champion_is_one_error_line_and_a_usable_one_none():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnlab.plugins import PAD_ID, EncoderOutput, PluginError, create_plugin, list_plugins, load_plugin
+from attnlab.plugins import PAD_ID, EncoderOutput, create_plugin, list_plugins, load_plugin
 from attnlab.plugins.testing import check_encoder, check_plugin
 
 VOCAB, EMB, HIDDEN = 12, 6, 8
@@ -68,8 +68,9 @@ def test_batch_invariance(encoder):
 
 
 @pytest.mark.parametrize("name", ["gru", "lstm", "bigru"])
-def test_recurrent_dropout_without_a_second_layer_is_refused(name):
-    """Dropout acts between recurrent layers: with one layer it would silently do nothing."""
-    with pytest.raises(PluginError, match=r"dropout=0.3 acts between recurrent layers and needs layers >= 2"):
-        create_plugin("encoders", name, 12, 8, 16, dropout=0.3)
-    create_plugin("encoders", name, 12, 8, 16, dropout=0.3, layers=2)
+def test_recurrent_dropout_acts_on_the_embeddings_and_between_layers(name):
+    """One layer: dropout on the embeddings alone (it was refused when it acted between layers
+    only); two layers: between them too."""
+    one = create_plugin("encoders", name, 12, 8, 16, dropout=0.3)
+    assert one.dropout.p == 0.3 and one.rnn.dropout == 0.0  # nn.GRU would warn that it does nothing
+    assert create_plugin("encoders", name, 12, 8, 16, dropout=0.3, layers=2).rnn.dropout == 0.3
