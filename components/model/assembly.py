@@ -9,6 +9,7 @@ from torch import Tensor, nn
 
 from attnlab.data.vocab import Vocab
 from attnlab.lab.config import ExperimentConfig
+from attnlab.model.task_choice import build_task  # noqa: F401  re-exported: the model's task
 from attnlab.plugins import (
     Attention,
     Decoder,
@@ -69,16 +70,6 @@ class Seq2Seq(nn.Module):
                 use_gold = torch.rand(src.shape[0], device=src.device) < teacher_forcing
                 tokens = torch.where(use_gold, tgt_in[:, t + 1], step_logits.argmax(dim=-1))
         return DecoderOutput(torch.stack(logits, dim=1), None)
-
-
-def build_task(config: ExperimentConfig, split: str = "train") -> Task:
-    """The task plugin named in ``config`` with its options; for ``split="test"`` the options
-    are updated with ``config.test_task_options``."""
-    options = dict(config.task_options)
-    if split == "test":
-        options.update(config.test_task_options)
-    task: Task = create_plugin("tasks", config.task, **options)
-    return task
 
 
 def build_model(config: ExperimentConfig, task: Task, vocabs: tuple[Vocab, Vocab] | None = None, probe: bool = True) -> Seq2Seq:

@@ -11,7 +11,7 @@ import random
 import pytest
 import torch
 
-from attnlab.data.splits import make_splits
+from attnlab.data.splits import make_splits, split_sizes
 from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import build_model, build_task
 from attnlab.model.predict import predict
@@ -369,7 +369,7 @@ def test_recording_inside_epochs_leaves_training_as_it_was(measured):
 def test_a_default_sized_run_that_stops_after_one_epoch_has_snapshots_inside_it():
     config = ExperimentConfig()  # the default run: it reaches its target exact match in epoch 1
     task = build_task(config)
-    splits = make_splits(task, (config.train_size, config.validation_size, config.test_size), config.seed)
+    splits = make_splits(task, split_sizes(task, (config.train_size, config.validation_size, config.test_size)), config.seed)
     recorder = SnapshotRecorder(splits.validation[:3], splits.validation[:100], from_start=True)
     _, result = train_model(config, task, splits, on_epoch=lambda m: recorder.record(int(m["epoch"])),
                             on_step=recorder.step, on_model=recorder.watch)  # fmt: skip

@@ -27,7 +27,7 @@ from attnlab.flows.tracking.runs import config_params
 SUMMARY_KEYS = {
     "run_id", "experiment", "tracking_uri", "status", "config", "epochs", "stopped_early", "train_seconds",
     "final_epoch", "metrics", "model", "prefect_flow_run_id", "ui", "timings", "parameters", "history",
-    "by_length", "probe",
+    "by_length", "probe", "selection",
 }  # fmt: skip
 MODEL_KEYS = {"name", "version", "uri", "champion", "champion_version", "previous_champion", "decision", "benchmark"}
 NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")

@@ -92,10 +92,11 @@ def test_only_transient_failures_are_retried(exc, retried):
 
 def test_pyfunc_inputs():
     assert source_texts(pd.DataFrame({"source": ["a", "b"], "other": [1, 2]})) == ["a", "b"]
-    assert source_texts(pd.DataFrame({"text": ["a"]})) == ["a"]
+    assert source_texts(pd.DataFrame({0: ["a"]})) == ["a"]  # what pandas makes of {"inputs": ["a"]}
     assert source_texts(["a", "b"]) == ["a", "b"]
-    with pytest.raises(ValueError, match="expected a 'source' column"):
-        source_texts(pd.DataFrame({"x": [1], "y": [2]}))
+    for columns in ({"text": ["a"]}, {"x": [1], "y": [2]}):  # a lone column of another name too: the docs say so
+        with pytest.raises(ValueError, match="expected a 'source' column"):
+            source_texts(pd.DataFrame(columns))
 
 
 def test_epoch_line():

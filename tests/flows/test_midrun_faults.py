@@ -18,7 +18,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from _flowkit import TrainProcess, client_for
+from _flowkit import TrainProcess, client_for, is_progress_line
 
 ATTNLAB = str(Path(sys.executable).with_name("attnlab"))
 #: Many short epochs: training is still going when the fault comes after the first one.
@@ -53,7 +53,7 @@ def ended_in_one_line(train: Train, since: float, lost: str) -> tuple[str, str]:
     print(f"ended {seconds:.1f} s after the fault; stderr:\n{train.stderr}")
     assert code == 2 and seconds < BOUND, train.stderr
     assert "Traceback" not in train.stderr
-    assert all(line.startswith(("training ", "epoch ")) for line in train.lines[:-1]), train.stderr
+    assert all(is_progress_line(line) for line in train.lines[:-1]), train.stderr
     last = train.lines[-1]
     assert last.startswith(f"attnlab: error: {lost}"), last
     assert "the champion is unchanged" in last

@@ -59,8 +59,8 @@ def retrains(tmp_path_factory, prefect_harness):
         client.create_model_version(NAME, first.source, run_id=first.run_id, model_id=first.model_id)
         runs["better"] = retrain_flow(learns, keep=2)
         runs["worse"] = retrain_flow(tiny, keep=2)
-        real_loss = attnlab.training.loop._loss
-        patch.setattr(attnlab.training.loop, "_loss", lambda *a: real_loss(*a) * float("nan"))
+        real_loss = attnlab.training.loop.sequence_loss
+        patch.setattr(attnlab.training.loop, "sequence_loss", lambda *a: real_loss(*a) * float("nan"))
         runs["diverged"] = retrain_flow(tiny, return_state=True, keep=2)
     return folder, runs
 

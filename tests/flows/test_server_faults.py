@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _flowkit import TrainProcess
+from _flowkit import TrainProcess, is_progress_line
 
 ATTNLAB = str(Path(sys.executable).with_name("attnlab"))
 #: Many short epochs: training is still going when the server is killed after the first one.
@@ -97,7 +97,7 @@ def test_killed_server_ends_train_in_one_line_keeps_checkpoint_and_next_train_fa
     assert code == 2 and seconds < 60, stderr
     assert "Traceback" not in stderr and "Retrying" not in stderr
     # Progress lines, then one error line naming the server, the kept checkpoint and the run.
-    assert all(line.startswith(("training ", "epoch ")) for line in train.lines[:-1]), stderr
+    assert all(is_progress_line(line) for line in train.lines[:-1]), stderr
     last = train.lines[-1]
     assert last.startswith(f"attnlab: error: lost the MLflow tracking server {url} (connection refused); "), last
     checkpoint = Path(re.search(r"checkpoint is kept at (\S+);", last).group(1))

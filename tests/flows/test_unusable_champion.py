@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from _flowkit import TINY, client_for, run_flow
+from _flowkit import TINY, client_for, is_progress_line, run_flow
 from test_store_integrity import attnlab
 
 TINY_ARGS = [f"-o{key}={value}" for key, value in {**TINY, "epochs": 1}.items()]
@@ -23,7 +23,7 @@ def test_an_unusable_champion_keeps_the_alias_registers_the_challenger_and_says_
     capsys.readouterr()  # the first run's logs
 
     code, out, err = attnlab(capsys, "train", *TINY_ARGS)
-    errors = [line for line in err.splitlines() if not line.startswith(("training ", "epoch ")) and not line.endswith(" s so far")]
+    errors = [line for line in err.splitlines() if not is_progress_line(line)]
     assert code == 1 and "Traceback" not in err, err
     assert len(errors) == 1 and errors[0].startswith("attnlab: error: the champion of attnlab-date (version 1) cannot be loaded: "), err
     assert "pyfunc_model.py (sha256" in errors[0] and "version 2 was registered but not promoted" in errors[0]
