@@ -40,10 +40,13 @@ test: setup
 test-fast: $(VENV)/.installed
 	PYTHONUNBUFFERED=1 $(VENV)/bin/python -m pytest -m "not slow and not flows" -n 2 --ignore=tests/flows
 
-# Lint, format and types: zero findings.
+# Lint, format, import contracts and types: zero findings. lint-imports checks the package map of
+# docs/architecture.md ([tool.importlinter] in pyproject.toml), reading attnlab through typecheck/
+# as mypy does (the editable install's import hook is not followed by either).
 check: $(VENV)/.installed
 	$(VENV)/bin/ruff check components flows plugins tests benchmarks scripts docs
 	$(VENV)/bin/ruff format --check components flows plugins tests benchmarks scripts docs
+	PYTHONPATH=typecheck $(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/mypy
 
 # The docs site (MkDocs, Material theme, mkdocstrings); --strict fails on a broken link or reference.

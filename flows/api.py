@@ -18,9 +18,15 @@ process and reused by later calls. Per-epoch lines go to the ``attnlab.progress`
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from attnlab.lab.config import ExperimentConfig
+
+
+def _say(line: str) -> None:
+    """A phase line (a large data file takes a while to check) on stderr, as the CLI prints it."""
+    print(line, file=sys.stderr)
 
 
 def train(
@@ -41,10 +47,9 @@ def train(
     ``-o``. Mistakes (an unknown plugin, a bad value, an unreachable store) raise
     :class:`attnlab.lab.errors.UserError` or pydantic's ValidationError before anything starts.
     """
-    from attnlab.flows.cli.support import check_config
-    from attnlab.flows.cli.train import check_start
     from attnlab.flows.services.prefect_server import start_in_background
     from attnlab.flows.tracking.store import check_store, resolve_store
+    from attnlab.training.preflight import check_config, check_start
 
     base = config or ExperimentConfig()
     if fields:
@@ -52,7 +57,7 @@ def train(
     server = start_in_background()  # None when Prefect has an API URL or this process a server
     try:
         check_start(base, experiment)
-        check_config(base)
+        check_config(base, _say)
         check_store(resolve_store())
     except BaseException:
         if server is not None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from prefect import task
 
 from attnlab.data.datasets import load_splits
+from attnlab.evaluation.benchmark import overlap
 from attnlab.flows.steps import LOGGING
 from attnlab.flows.tracking import promote as promotion
 from attnlab.flows.tracking import registry as model_registry
@@ -21,7 +22,7 @@ from attnlab.flows.tracking.benchmark_store import Benchmark, ensure_benchmark, 
 from attnlab.flows.tracking.promotion_lock import promotion_lock
 from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import build_task
-from attnlab.ops.promotion import Decision, overlap
+from attnlab.ops.promotion import Decision
 from mlflow import MlflowClient
 
 

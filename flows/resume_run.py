@@ -20,9 +20,10 @@ from mlflow.exceptions import MlflowException
 from attnlab.data.cache import cache_root
 from attnlab.flows.steps import checkpoint_path
 from attnlab.flows.tracking import store
-from attnlab.flows.tracking.runs import ENDED_BY, log_epoch
+from attnlab.flows.tracking.runs import log_epoch
 from attnlab.lab.config import ExperimentConfig
 from attnlab.lab.errors import UserError
+from attnlab.lab.run_records import ENDED_BY_TAG, ERROR_TAG
 from attnlab.model.bundle import RefusedFile
 from attnlab.ops import stale_runs
 from attnlab.ops.resume_policy import StoppedRun, busy_refusal, damaged_checkpoint, resume_refusal
@@ -101,7 +102,7 @@ def reopen_run(client: MlflowClient, run_id: str, tags: dict[str, str]) -> str:
         raise UserError(f"--resume: {damaged_checkpoint(run_id, str(exc))}") from None
     owner = stale_runs.owner_tags(stale_runs.this_host(), os.getpid(), time.time())
     client.log_batch(run_id, tags=[RunTag(key, value) for key, value in {**owner, **tags}.items()])
-    for key in (ENDED_BY, "attnlab.error"):
+    for key in (ENDED_BY_TAG, ERROR_TAG):
         if key in client.get_run(run_id).data.tags:
             client.delete_tag(run_id, key)
     client.update_run(run_id, "RUNNING")

@@ -48,8 +48,8 @@ from attnlab.ops.challenger import challenger_seed
 from attnlab.ops.data_change import unchanged_reason
 from attnlab.ops.promotion import Decision, check_margin
 from attnlab.ops.retention import DEFAULT_KEEP, check_keep
+from attnlab.ops.threads import thread_share
 from attnlab.plugins import PluginError
-from attnlab.training.threads import thread_share
 from mlflow import MlflowClient
 
 #: Benchmark examples drawn by a model's first promotion (later ones reuse that set).

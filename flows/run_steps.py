@@ -24,15 +24,16 @@ from attnlab.flows.tracking import promote as promotion
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking import store
 from attnlab.lab.config import ExperimentConfig
-from attnlab.lab.run_summary import by_length, promotion_summary, registered_model
+from attnlab.lab.run_records import SELECTION_TAG
+from attnlab.lab.run_summary import by_length, registered_model
 from attnlab.lab.summaries import kept_weights
+from attnlab.ops.promotion import promotion_summary
 from attnlab.training.phase_lines import phase_lines
 from attnlab.training.timing import Stopwatch
 
 #: The config fields a summary names the run by.
 NAMED_BY = ("task", "scorer", "encoder", "decoder", "seed")
 #: The run's tag that says which weights it kept, and by which rule (``weights: ...`` in the summary).
-SELECTION_TAG = "attnlab.selection"
 
 
 class Promotion(NamedTuple):
@@ -165,7 +166,7 @@ def checked(watch: Stopwatch, artifacts: tuple[int, int] | None) -> Callable[[st
 
 def promote_version(config: ExperimentConfig, version: str, run_id: str, data: Path, how: Promotion) -> dict[str, Any]:
     """Promote registered ``version`` by the one rule, the decision recorded on ``run_id``; the
-    summary's fields about it (:func:`attnlab.lab.run_summary.promotion_summary`)."""
+    summary's fields about it (:func:`attnlab.ops.promotion.promotion_summary`)."""
     name = config.registered_model()
     folder = promotion.scratch_folder()
     try:

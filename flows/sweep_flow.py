@@ -26,7 +26,7 @@ from attnlab.flows.sweep_inputs import shared_inputs
 from attnlab.flows.sweep_jobs import run_all
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking import store
-from attnlab.flows.tracking.errors import PrefectLost, RunFault
+from attnlab.flows.tracking.errors import RunFault
 from attnlab.flows.tracking.sweep_reruns import child_runs, end_child, settle_children
 from attnlab.flows.tracking.sweep_resume import job_keys, record_finished, reused_outcomes
 from attnlab.lab.config import ExperimentConfig
@@ -206,7 +206,7 @@ def _abandon(client: MlflowClient, parent_run_id: str, exc: BaseException, total
             client.set_terminated(run.info.run_id, "KILLED")
         tracking.end_run(client, parent_run_id, ending_status(exc), error=f"{type(exc).__name__}: {exc}")
         return None
-    why = str(exc) if isinstance(exc, PrefectLost) else f"lost Prefect's API server ({lost})"
+    why = str(exc) if isinstance(exc, prefect_watch.PrefectLost) else f"lost Prefect's API server ({lost})"
     for run in child_runs(client, parent_run_id, "RUNNING"):
         end_child(client, parent_run_id, run, "FAILED", why, prefect=False)
     tracking.end_run(client, parent_run_id, "FAILED", error=why)

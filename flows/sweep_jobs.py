@@ -5,7 +5,7 @@ Faults: a worker process that dies (SIGKILL, the out-of-memory killer) fails the
 whose MLflow run is ended FAILED at once; the other runs go on, and the runs not yet started start
 on the workers left (:mod:`attnlab.flows.worker_pool`). When Prefect's server is lost
 (:mod:`attnlab.flows.services.prefect_watch`) no run starts any more; the runs in progress, which
-watch the server too, end themselves FAILED within seconds, and :class:`~attnlab.flows.tracking.errors.PrefectLost`
+watch the server too, end themselves FAILED within seconds, and :class:`~attnlab.flows.services.prefect_watch.PrefectLost`
 is raised once they have (or :data:`GRACE` seconds have passed) for the flow to stop the sweep.
 """
 
@@ -18,11 +18,10 @@ from collections.abc import Callable
 from typing import Any
 
 from attnlab.flows.services import prefect_watch
-from attnlab.flows.tracking import runs as tracking
-from attnlab.flows.tracking.errors import PrefectLost
 from attnlab.flows.tracking.sweep_reruns import child_runs, end_lost_worker_run
 from attnlab.flows.worker_pool import lost_worker
 from attnlab.lab.config import ExperimentConfig
+from attnlab.lab.run_records import EPOCH_TAG
 from attnlab.lab.summaries import finish_line
 from attnlab.ops.sweep_attempts import WORKER_LOST
 from mlflow import MlflowClient
@@ -55,7 +54,7 @@ def run_all(submit: Submit, jobs: list[Job], max_parallel: int, parent_run_id: s
         if why is not None:
             lost_at = lost_at or time.monotonic()
             if not running or time.monotonic() - lost_at > GRACE:
-                raise PrefectLost(f"lost Prefect's API server ({why})")
+                raise prefect_watch.PrefectLost(f"lost Prefect's API server ({why})")
         while why is None and pending and len(running) < max_parallel:
             index, (label, config, key) = pending.pop(0)
             future = submit(label, config, key)
@@ -99,7 +98,7 @@ def _running_line(client: MlflowClient, parent_run_id: str) -> str | None:
     parts = []
     for run in child_runs(client, parent_run_id, "RUNNING"):
         epochs = run.data.params.get("epochs", "?")
-        epoch, score = run.data.tags.get(tracking.EPOCH_TAG), run.data.metrics.get("val_exact_match")
+        epoch, score = run.data.tags.get(EPOCH_TAG), run.data.metrics.get("val_exact_match")
         where = f"epoch {epoch}/{epochs} val_exact_match {score:.3f}" if epoch and score is not None else "starting"
         parts.append(f"{run.data.tags.get('mlflow.runName', run.info.run_id)}: {where}")
     return "running: " + "; ".join(sorted(parts)) if parts else None

@@ -25,6 +25,7 @@ from attnlab.flows.flow_runs import flow_run_tags
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking import store
 from attnlab.lab.config import ExperimentConfig
+from attnlab.lab.run_records import SWEEP_TAG
 from attnlab.viz.compare_plots import (
     accuracy_by_length,
     attention_side_by_side,
@@ -49,7 +50,7 @@ def start_parent(client: MlflowClient, experiment: str, base: ExperimentConfig, 
     while name in taken:
         count += 1
         name = f"{base_name} #{count}"
-    tags = {"attnlab.sweep": "parent", **flow_run_tags()}
+    tags = {SWEEP_TAG: "parent", **flow_run_tags()}
     run_id = client.create_run(experiment_id, run_name=name, tags=tags).info.run_id
     params = {f"grid.{dim}": ",".join(grid.values[dim]) for dim in swept}
     params["grid.seeds"] = ",".join(map(str, grid.seeds))

@@ -22,7 +22,8 @@ here only, that a backward pass reaches every parameter. A few milliseconds each
   and with key_dim = 6 unless the scorer refuses unequal sizes with a ValueError.
 - :func:`check_encoder`: outputs [B, Ls, output_dim] and summary [B, output_dim], finite, the same
   for a source alone as in a padded batch.
-- :func:`check_decoder`: over a random memory, with the ``general`` scorer and with ``none``:
+- :func:`check_decoder`: over a random memory, with a bilinear scorer (``q W k``, the built-in
+  ``general``'s score) and with one that does not attend (as ``none``):
   ``start``/``step``/``forward`` shapes, batch-first state, logits [B, V] per step and [B, Lt, V]
   for ``forward``, the same logits either way and with ``need_weights=False``.
 - :func:`check_task`: alphabets, ``max_source_length`` a property, examples deterministic per
@@ -35,6 +36,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from torch import Tensor, nn
 
 from attnlab.plugins import Attention, Decoder, Encoder, EncoderOutput, PluginError, Task, load_plugin
 from attnlab.plugins._probe import (
@@ -47,7 +49,7 @@ from attnlab.plugins._probe import (
     required_options,
     source_mask,
 )
-from attnlab.plugins.builtin.scorers import GeneralAttention, NoAttention
+from attnlab.plugins.attention import AttentionOutput, dot_scores
 
 __all__ = [
     "PluginContractError",
@@ -63,6 +65,26 @@ __all__ = [
 #: dimensions show.
 QUERY_DIM, KEY_DIM, OTHER_KEY_DIM = 8, 8, 6
 VOCAB, EMBEDDING, HIDDEN, MEMORY = 13, 6, 8, 10
+
+
+class _NoContext(Attention):
+    """A scorer that does not attend: a zero context [B, Lq, Dv] and no weights."""
+
+    attends = False
+
+    def forward(self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None = None) -> AttentionOutput:
+        return AttentionOutput(values.new_zeros(query.shape[0], query.shape[1], values.shape[-1]), None)
+
+
+class _Bilinear(Attention):
+    """A bilinear score ``q W k``, W of shape [Dq, Dk]: query and key sizes may differ."""
+
+    def __init__(self, query_dim: int, key_dim: int, **options: Any) -> None:
+        super().__init__(query_dim, key_dim, **options)
+        self.W = nn.Linear(key_dim, query_dim, bias=False)
+
+    def score(self, query: Tensor, keys: Tensor) -> Tensor:
+        return dot_scores(query, self.W(keys))
 
 
 def check_scorer(cls: type[Attention], **options: Any) -> None:
@@ -156,7 +178,7 @@ def _memory(lengths: tuple[int, ...] = (6, 4, 1)) -> tuple[EncoderOutput, torch.
 
 def _check_decoder(subject: Subject, options: dict[str, Any]) -> None:
     memory, src_mask = _memory()
-    for scorer in (NoAttention, GeneralAttention):
+    for scorer in (_NoContext, _Bilinear):
         decoder = _build(subject, VOCAB, EMBEDDING, HIDDEN, MEMORY, scorer, **options)
         probe_decoder(decoder, memory, src_mask, subject)
     decoder.eval()

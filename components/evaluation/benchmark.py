@@ -1,4 +1,6 @@
-"""The benchmark set of a registered model: drawn once, written as one JSON document, read back.
+"""The benchmark set of a registered model: drawn once, written as one JSON document, read back;
+whether a model can be measured on it (:func:`incomparable_reason`) and how much of it a model
+trained on (:func:`overlap`).
 
 Pure (no MLflow): ``attnlab.flows.tracking.benchmark_store`` keeps the document in MLflow. The document
 holds the task, the task options it was drawn with (training options updated with the test
@@ -9,13 +11,15 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from attnlab.data.splits import corpus_splits, draw_distinct, split_sizes
 from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import build_task
-from attnlab.plugins import Example
+from attnlab.plugins import Example, Task
+from attnlab.plugins.tokens import unit_name
 
 #: Examples drawn for a registered model's benchmark by its first promotion.
 DEFAULT_SIZE = 500
@@ -58,3 +62,53 @@ def from_json(text: str) -> BenchmarkSet:
     data = json.loads(text)
     examples = [Example(s, t, None if a is None else tuple(tuple(x) for x in a)) for s, t, a in data["examples"]]
     return BenchmarkSet(data["task"], dict(data.get("task_options") or {}), int(data["seed"]), examples)
+
+
+def incomparable_reason(
+    examples: list[Example],
+    benchmark_task: str,
+    task_name: str,
+    test_task: Task,
+    vocab_tokens: tuple[Collection[str], Collection[str]],
+    max_source_length: int | None,
+) -> str | None:
+    """Why a model cannot be measured on the benchmark ``examples`` of task ``benchmark_task``,
+    or None when it can.
+
+    ``test_task`` is the challenger's test-time task (its options decide which sources it is
+    meant for, its tokenizations how texts are cut into tokens), ``vocab_tokens`` the (source,
+    target) tokens its vocabularies hold (a string: its characters) and ``max_source_length``
+    the most source tokens its encoder accepts (None: no limit). A model is incomparable when
+    the benchmark is of another task, has tokens its vocabularies lack, or sources longer than
+    its task's test options or its encoder allow.
+    """
+    if benchmark_task != task_name:
+        return f"the benchmark is of task {benchmark_task!r}, the model of task {task_name!r}"
+    if not examples:
+        return None
+    sources = [test_task.source_tokens(ex.source) for ex in examples]
+    for side, tokens, known, tokenization in (
+        ("source", {t for seq in sources for t in seq}, vocab_tokens[0], test_task.source_tokenization),
+        ("target", {t for ex in examples for t in test_task.target_tokens(ex.target)}, vocab_tokens[1], test_task.target_tokenization),
+    ):
+        missing = sorted(tokens - set(known))
+        if missing:
+            what = f"character(s) {''.join(missing)!r}" if tokenization == "characters" else f"token(s) {' '.join(missing)!r}"
+            return f"the benchmark's {side}s use {what} outside this model's vocabulary"
+    longest = max(len(seq) for seq in sources)
+    unit = unit_name(test_task.source_tokenization)
+    if longest > test_task.max_source_length:
+        return (
+            f"the benchmark has sources of up to {longest} {unit}; this config's task options "
+            f"produce at most {test_task.max_source_length} (set test_task options to match the benchmark)"
+        )
+    if max_source_length is not None and longest > max_source_length:
+        return f"the benchmark has sources of up to {longest} {unit}; this model's encoder accepts at most {max_source_length}"
+    return None
+
+
+def overlap(benchmark: Iterable[Example], training: Iterable[Example], key: Callable[[Example], str]) -> float:
+    """Share of benchmark examples whose key also occurs in ``training`` (0 for no benchmark)."""
+    benchmark = list(benchmark)
+    seen = {key(ex) for ex in training}
+    return sum(key(ex) in seen for ex in benchmark) / max(len(benchmark), 1)

@@ -1,6 +1,6 @@
 """``attnlab compare``: runs side by side, the params in which they differ and their metrics.
 
-Pure: runs arrive as plain dicts (run records, see :mod:`attnlab.ops.run_listing`); the comparison is
+Pure: runs arrive as plain dicts (run records, see :mod:`attnlab.lab.run_records`); the comparison is
 a JSON-ready dict, rendered for a terminal by :func:`format_comparison`.
 """
 
@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from attnlab.ops.run_listing import DATA_TAG, SHORT_DIGEST, Record, short_id, started
+from attnlab.lab.run_records import DATA_VERSION_TAG, SHORT_DIGEST, Record, short_id, started
 
 #: Run metrics compared besides the ``test_*`` ones (extras the train flow logs).
 EXTRA_METRICS = ("epochs_trained", "train_seconds", "parameters")
@@ -57,7 +57,7 @@ def comparison(records: Sequence[Record]) -> dict[str, Any]:
             "experiment": r.get("experiment"),
             "status": r["status"],
             "start_time": started(r.get("start_time")),
-            "data": r.get("tags", {}).get(DATA_TAG),
+            "data": r.get("tags", {}).get(DATA_VERSION_TAG),
         }
         for r in records
     ]

@@ -8,18 +8,14 @@ Rule: the challenger wins when there is no champion, or when
 ``challenger_score - champion_score > margin`` (the difference rounded to ``PRECISION`` decimals,
 so float noise never decides). A NaN challenger never wins; a tie never wins; a champion whose
 score is NaN loses to any number. A challenger that cannot be measured on the benchmark (see
-:func:`incomparable_reason`) is not compared at all.
+:func:`attnlab.evaluation.benchmark.incomparable_reason`) is not compared at all.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
-
-from attnlab.plugins import Example, Task
-from attnlab.plugins.tokens import unit_name
 
 #: Decimal places the score difference is rounded to before it is compared with the margin.
 PRECISION = 9
@@ -80,51 +76,18 @@ def keep_unusable_champion(why: str) -> tuple[bool, str]:
     return False, f"champion unusable: {why}"
 
 
-def incomparable_reason(
-    examples: list[Example],
-    benchmark_task: str,
-    task_name: str,
-    test_task: Task,
-    vocab_tokens: tuple[Collection[str], Collection[str]],
-    max_source_length: int | None,
-) -> str | None:
-    """Why a model cannot be measured on the benchmark ``examples`` of task ``benchmark_task``,
-    or None when it can.
-
-    ``test_task`` is the challenger's test-time task (its options decide which sources it is
-    meant for, its tokenizations how texts are cut into tokens), ``vocab_tokens`` the (source,
-    target) tokens its vocabularies hold (a string: its characters) and ``max_source_length``
-    the most source tokens its encoder accepts (None: no limit). A model is incomparable when
-    the benchmark is of another task, has tokens its vocabularies lack, or sources longer than
-    its task's test options or its encoder allow.
-    """
-    if benchmark_task != task_name:
-        return f"the benchmark is of task {benchmark_task!r}, the model of task {task_name!r}"
-    if not examples:
-        return None
-    sources = [test_task.source_tokens(ex.source) for ex in examples]
-    for side, tokens, known, tokenization in (
-        ("source", {t for seq in sources for t in seq}, vocab_tokens[0], test_task.source_tokenization),
-        ("target", {t for ex in examples for t in test_task.target_tokens(ex.target)}, vocab_tokens[1], test_task.target_tokenization),
-    ):
-        missing = sorted(tokens - set(known))
-        if missing:
-            what = f"character(s) {''.join(missing)!r}" if tokenization == "characters" else f"token(s) {' '.join(missing)!r}"
-            return f"the benchmark's {side}s use {what} outside this model's vocabulary"
-    longest = max(len(seq) for seq in sources)
-    unit = unit_name(test_task.source_tokenization)
-    if longest > test_task.max_source_length:
-        return (
-            f"the benchmark has sources of up to {longest} {unit}; this config's task options "
-            f"produce at most {test_task.max_source_length} (set test_task options to match the benchmark)"
-        )
-    if max_source_length is not None and longest > max_source_length:
-        return f"the benchmark has sources of up to {longest} {unit}; this model's encoder accepts at most {max_source_length}"
-    return None
-
-
-def overlap(benchmark: Iterable[Example], training: Iterable[Example], key: Callable[[Example], str]) -> float:
-    """Share of benchmark examples whose key also occurs in ``training`` (0 for no benchmark)."""
-    benchmark = list(benchmark)
-    seen = {key(ex) for ex in training}
-    return sum(key(ex) in seen for ex in benchmark) / max(len(benchmark), 1)
+def promotion_summary(decision: Decision, version: str, benchmark: dict[str, Any]) -> dict[str, Any]:
+    """The ``model`` entry's fields once ``version`` was promoted by ``decision``: ``champion``,
+    ``champion_version`` (who holds the alias now), ``previous_champion`` (the holder it was
+    compared with, when another: its version and benchmark score), ``decision`` and
+    ``benchmark`` (as given: run id, size, overlap)."""
+    previous = None
+    if decision.champion_version is not None and decision.champion_version != version:
+        previous = {"version": decision.champion_version, "benchmark_score": decision.champion_score}
+    return {
+        "champion": decision.promoted,
+        "champion_version": version if decision.promoted else decision.champion_version,
+        "previous_champion": previous,
+        "decision": decision.as_dict(),
+        "benchmark": benchmark,
+    }

@@ -1,45 +1,24 @@
 """The tables of ``attnlab runs``: the recent runs of an experiment, and the runs left RUNNING by
 a process that is gone.
 
-Pure: the flows turn MLflow's runs into plain dicts (run records) and say which run is champion;
-this module builds the rows (JSON-ready dicts) and renders them for a terminal. A run record::
-
-    {"run_id": str, "run_name": str, "experiment": str, "status": str,
-     "start_time": int | None (ms since the epoch), "tags": {str: str}, "params": {str: str},
-     "metrics": {str: float}}
+Pure: the flows turn MLflow's runs into plain dicts (run records, see
+:mod:`attnlab.lab.run_records`) and say which run is champion; this module builds the rows
+(JSON-ready dicts) and renders them for a terminal.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any
+
+from attnlab.lab.run_records import DATA_VERSION_TAG, MODEL_NAME_TAG, RETRAIN_SKIPPED_TAG, SHORT_DIGEST, Record, short_id, started
 
 #: The run statuses MLflow knows, as ``--status`` accepts them.
 STATUSES = ("RUNNING", "SCHEDULED", "FINISHED", "FAILED", "KILLED")
-#: Characters of a run id shown in tables (enough to tell runs apart; ``attnlab compare`` takes it).
-SHORT_ID = 8
 #: The mark of the champion's run.
 CHAMPION_MARK = "*"
 #: The mark of the champion's run when its model cannot be loaded.
 UNUSABLE_MARK = "!"
-#: Characters of a data digest shown in tables (two versions of one file tell apart).
-SHORT_DIGEST = 8
-#: The tags a row reads: the registered model, the data digest, why a retrain did not train.
-MODEL_TAG, DATA_TAG, SKIPPED_TAG = "attnlab.model_name", "attnlab.data_version", "attnlab.retrain.skipped"
-
-Record = Mapping[str, Any]
-
-
-def short_id(run_id: str) -> str:
-    return run_id[:SHORT_ID]
-
-
-def started(start_time: int | None) -> str:
-    """A run's start (ms since the epoch) as ``YYYY-MM-DD HH:MM:SS`` in UTC; ``""`` when unknown."""
-    if start_time is None:
-        return ""
-    return datetime.fromtimestamp(start_time / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def check_statuses(values: Iterable[str]) -> tuple[str, ...]:
@@ -77,11 +56,11 @@ def run_row(record: Record, champion_runs: Iterable[str] | Mapping[str, str | No
         "name": record.get("run_name") or "",
         "experiment": record.get("experiment"),
         "status": record["status"],
-        "skipped": tags.get(SKIPPED_TAG),
+        "skipped": tags.get(RETRAIN_SKIPPED_TAG),
         "start_time": started(record.get("start_time")),
         **{key: tags.get(key) or params.get(key) for key in ("task", "scorer", "encoder", "decoder")},
-        "model": tags.get(MODEL_TAG),
-        "data": tags.get(DATA_TAG),
+        "model": tags.get(MODEL_NAME_TAG),
+        "data": tags.get(DATA_VERSION_TAG),
         "exact_match": _number(metrics, "test_exact_match"),
         "token_error_rate": _number(metrics, "test_token_error_rate"),
         "sequence_error_rate": _number(metrics, "test_sequence_error_rate"),

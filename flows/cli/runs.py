@@ -93,8 +93,8 @@ def champion_runs(client, records: list[dict[str, Any]]) -> dict[str, str | None
     each with why its model cannot be loaded (as the last promotion found it), or None."""
     from attnlab.flows.tracking.promote import UNUSABLE_TAG
     from attnlab.flows.tracking.registry import champion_version
-    from attnlab.flows.tracking.runs import MODEL_NAME_TAG
     from attnlab.lab.names import model_name
+    from attnlab.lab.run_records import MODEL_NAME_TAG
 
     names = {r["tags"].get(MODEL_NAME_TAG) or model_name(r["tags"]["task"]) for r in records if r["tags"].get("task")}
     holders = (champion_version(client, name) for name in sorted(names))
@@ -262,7 +262,7 @@ def compare(
         text = format_comparison(compared)
         if plot is not None:
             from attnlab.evaluation.run_compare import run_label
-            from attnlab.ops.run_listing import short_id
+            from attnlab.lab.run_records import short_id
             from attnlab.viz.heatmaps import save_figure
             from attnlab.viz.run_plots import attention_by_run
 

@@ -16,7 +16,7 @@ import typer
 
 from attnlab.flows.cli.options import CONFIG_FLAGS, DEFAULT_SOURCE, ConfigSource, Experiment, Verbose, config_command
 from attnlab.flows.cli.server import PREFECT_PORT, server
-from attnlab.flows.cli.support import build_config, check_config, quiet, sigterm_as_interrupt, user_errors
+from attnlab.flows.cli.support import build_config, err_line, quiet, sigterm_as_interrupt, user_errors
 from attnlab.flows.tracking.errors import UserError
 from attnlab.ops.retention import DEFAULT_KEEP, keep_problem
 
@@ -177,12 +177,12 @@ def check_surroundings(config, experiment: str | None, work_pool: str | None) ->
     """(Prefect's API URL, the MLflow store, the training examples of each run), each checked to
     answer, once the config's plugins, the experiment name, the device and the work pool are
     checked; UserError for the first problem."""
-    from attnlab.flows.cli.train import check_start
     from attnlab.flows.tracking.store import check_store, resolve_store
+    from attnlab.training.preflight import check_config, check_start
 
     # Served here, runs train on this machine; a work pool's workers may have the device.
     check_start(config, experiment, device=not work_pool)
-    train_size = check_config(config)[0]
+    train_size = check_config(config, err_line)[0]
     url = prefect_api()
     store = resolve_store()
     check_store(store)

@@ -79,7 +79,8 @@ def build_config(config_file: Path | None, flags: dict[str, Any], options: list[
 
 def check_plugin_names(config) -> None:
     """UserError for a plugin name that no installed package declares, told from the entry points
-    without importing torch (:func:`check_config` then loads and checks the plugins)."""
+    without importing torch (:func:`attnlab.training.preflight.check_config` then loads and checks
+    the plugins)."""
     from attnlab.lab.sweep_options import GRID_GROUPS, unknown_plugin
 
     for field in GRID_GROUPS:
@@ -88,23 +89,9 @@ def check_plugin_names(config) -> None:
             raise UserError(problem)
 
 
-def check_config(config) -> tuple[int, int, int]:
-    """Fail fast (before Prefect or MLflow start) on unknown plugins, options they refuse and data
-    sizes the task cannot provide; the (train, validation, test) sizes the run will have."""
-    from attnlab.data.splits import check_sizes, split_sizes
-    from attnlab.model.assembly import build_model, build_task  # torch, before the data is read
-    from attnlab.training.phase_lines import phase_lines
-
-    with phase_lines("check", lambda line: typer.echo(line, err=True)):  # a large file takes a while to read
-        task = build_task(config)
-        test_task = build_task(config, split="test") if config.test_task_options else None
-    build_model(config, task)
-    try:
-        sizes = split_sizes(task, (config.train_size, config.validation_size, config.test_size))
-        check_sizes(task, sizes, test_task)
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
-    return sizes
+def err_line(line: str) -> None:
+    """Print ``line`` on stderr (progress and phase lines: stdout holds the result)."""
+    typer.echo(line, err=True)
 
 
 class _DropInterruptNoise(logging.Filter):

@@ -33,8 +33,8 @@ from attnlab.flows.cli.options import (
 )
 from attnlab.flows.cli.support import (
     build_config,
-    check_config,
     environ_set,
+    err_line,
     fail,
     failures_quietly,
     interrupts_quietly,
@@ -277,7 +277,7 @@ def checked_configs(
     its config, and the Dask cluster (when given) checked to reach the stores; UserError naming
     the combination for the first problem."""
     from attnlab.evaluation.compare import Grid, grid_configs  # torch and pandas: after the names are checked
-    from attnlab.flows.cli.train import check_start
+    from attnlab.training.preflight import check_config, check_start
 
     base = build_config(source.file, {**source.flags, **{dim: names[0] for dim, names in grid.items()}}, source.options)
     configs = grid_configs(base, Grid({dim: tuple(names) for dim, names in grid.items()}, tuple(seeds)))
@@ -286,7 +286,7 @@ def checked_configs(
         raise UserError(f"--model-name {base.model_name!r} names one model; a sweep over several tasks registers each under its own")
     for config in {(c.task, c.scorer, c.encoder, c.decoder): c for c in configs}.values():
         try:
-            check_config(config)
+            check_config(config, err_line)
         except UserError as exc:
             raise UserError(f"{config.scorer}/{config.encoder}/{config.decoder} on {config.task}: {exc}") from None
     if dask_address:

@@ -15,7 +15,7 @@ from attnlab.flows.cli.options import DEFAULT_SOURCE, ConfigSource, Experiment, 
 from attnlab.flows.cli.support import (
     STARTED,
     build_config,
-    check_config,
+    err_line,
     fail,
     failures_quietly,
     interrupts_quietly,
@@ -30,22 +30,6 @@ from attnlab.flows.cli.support import (
 def register(app: typer.Typer) -> None:
     """Add ``train`` to the ``attnlab`` app."""
     app.command()(train)
-
-
-def check_start(config, experiment: str | None, device: bool = True) -> None:
-    """What cannot be told from the config alone, before anything starts: an experiment name
-    that is not a safe folder name and (with ``device``) a device this machine lacks."""
-    import torch
-
-    from attnlab.flows.tracking.errors import UserError
-    from attnlab.lab.config import device_problem
-    from attnlab.lab.names import check_name
-
-    if experiment is not None:
-        check_name(experiment)
-    problem = device_problem(config.device, torch.cuda.device_count()) if device else None
-    if problem:
-        raise UserError(problem)
 
 
 @config_command()
@@ -125,16 +109,18 @@ def run_training(
 
         server = start_in_background()  # boots while torch, MLflow and Prefect are imported here
     with watch("check"):
+        from attnlab.training.preflight import check_config, check_start
+
         check_start(config, experiment)
-        sizes = check_config(config)
+        sizes = check_config(config, err_line)
         from attnlab.flows.tracking.store import check_store, resolve_store
 
         store = resolve_store()
         check_store(store)  # an unreachable server is reported before training
         if resume is not None:
             config, experiment = resumed_config(resume, held)
-            sizes = check_config(config)
-    with phase_lines("start", lambda line: typer.echo(line, err=True)):
+            sizes = check_config(config, err_line)
+    with phase_lines("start", err_line):
         with watch("imports"):
             from attnlab.flows.train_flow import train_flow  # noqa: F401  imported while Prefect boots
 

@@ -2,5 +2,6 @@
 (``prefect_watch``), local servers as child processes in their own process group (``servers``,
 ``server_child``).
 
-May import: the core and the standard library.
+May import: the core, Prefect and the standard library; not :mod:`attnlab.flows.tracking` nor the
+flows above it.
 """

@@ -7,7 +7,7 @@ the server once a second from a daemon thread: the temporary server this command
 when its process exits, any server when it refuses connections twice in a row (a slow answer on a
 busy machine is not a loss). From then on Prefect's client stops retrying, and :func:`check`,
 called by the train flow between its steps and after every optimisation step, raises
-:class:`~attnlab.flows.tracking.errors.PrefectLost`.
+:class:`PrefectLost`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,10 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 
-from attnlab.flows.tracking.errors import PrefectLost
+
+class PrefectLost(Exception):
+    """Prefect's API server stopped answering while a flow was running."""
+
 
 #: Seconds between two looks at the server.
 INTERVAL = 1.0

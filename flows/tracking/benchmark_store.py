@@ -26,6 +26,7 @@ from attnlab.flows.tracking import registry as model_registry
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking.errors import UserError
 from attnlab.lab.config import ExperimentConfig
+from attnlab.lab.run_records import KIND_TAG
 from mlflow import MlflowClient
 
 BENCHMARK_RUN_TAG = "attnlab.benchmark_run_id"
@@ -55,7 +56,7 @@ def create_benchmark(
     input) and point registered model ``name`` at it; the run id. Callers hold the promotion lock."""
     drawn = draw_benchmark(config, size, secrets.randbelow(2**31) if seed is None else seed)
     text = to_json(drawn)
-    tags = {"attnlab.kind": "benchmark", "task": config.task, "registered_model": name}
+    tags = {KIND_TAG: "benchmark", "task": config.task, "registered_model": name}
     run_id = client.create_run(experiment_id, run_name=f"benchmark-{config.task}", tags=tags).info.run_id
     try:
         params = {"task": drawn.task, "size": str(size), "seed": str(drawn.seed), "task_options": tracking.as_param(drawn.task_options)}

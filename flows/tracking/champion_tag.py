@@ -11,7 +11,7 @@ from __future__ import annotations
 from mlflow.entities import LifecycleStage
 from mlflow.entities.model_registry import ModelVersion
 
-from attnlab.flows.tracking.mlflow_ui import CHAMPION_TAG
+from attnlab.lab.run_records import CHAMPION_TAG
 from mlflow import MlflowClient
 
 #: The value of :data:`CHAMPION_TAG` on the champion's run.

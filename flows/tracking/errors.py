@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from attnlab.lab.errors import UserError
 
-__all__ = ["ArtifactsLost", "ModelUnusable", "PrefectLost", "RunFault", "TrackingLost", "TrackingUnavailable", "UserError"]
+__all__ = ["ArtifactsLost", "ModelUnusable", "RunFault", "TrackingLost", "TrackingUnavailable", "UserError"]
 
 
 class TrackingUnavailable(UserError):
@@ -13,11 +13,6 @@ class TrackingUnavailable(UserError):
 
 class TrackingLost(TrackingUnavailable):
     """The tracking server stopped answering while a run was in progress."""
-
-
-class PrefectLost(Exception):
-    """Prefect's API server stopped answering while a flow was running (see
-    :mod:`attnlab.flows.services.prefect_watch`)."""
 
 
 class RunFault(UserError):

@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 import time
 
+from attnlab.lab.run_records import CHAMPION_TAG
+
 #: The experiment tag of the experiment's kind, and the kind of a model-training experiment.
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 MODEL_TRAINING = "custom_model_development"
@@ -24,9 +26,6 @@ MODEL_TRAINING = "custom_model_development"
 SAVED_VIEW_PREFIX = "mlflow.sharedViewState."
 RUNS_VIEW_ID = "attnlab-results"
 RUNS_VIEW_NAME = "attnlab results"
-#: The run tag that marks the champion's run ("true"; moved with the alias by
-#: :mod:`attnlab.flows.tracking.champion_tag`), a column of the saved view.
-CHAMPION_TAG = "attnlab.champion"
 #: The runs table's columns in the saved view, in order, with their widths in pixels (None: MLflow's).
 RUNS_COLUMNS: tuple[tuple[str, str, int | None], ...] = (
     ("metrics", "test_exact_match", 140),

@@ -23,13 +23,13 @@ from typing import Any
 
 from mlflow.entities import Metric, RunTag
 
-from attnlab.evaluation.benchmark import BenchmarkSet
+from attnlab.evaluation.benchmark import BenchmarkSet, incomparable_reason
 from attnlab.flows.tracking import registry as model_registry
 from attnlab.flows.tracking.benchmark_store import Benchmark
 from attnlab.flows.tracking.champion_tag import move_champion_tag
 from attnlab.flows.tracking.errors import ModelUnusable
 from attnlab.lab.config import ExperimentConfig
-from attnlab.ops.promotion import Decision, decide, incomparable_reason, keep_unusable_champion
+from attnlab.ops.promotion import Decision, decide, keep_unusable_champion
 from mlflow import MlflowClient
 
 #: Prefix of the decision tags.

@@ -15,12 +15,12 @@ import time
 from attnlab.flows.tracking import promote as promotion
 from attnlab.flows.tracking import registry, store
 from attnlab.flows.tracking import runs as tracking
+from attnlab.lab.run_records import DATA_VERSION_TAG, KIND_TAG, MODEL_NAME_TAG, RETRAIN_SKIPPED_TAG
 from attnlab.ops import stale_runs
 from attnlab.ops.data_change import TrainedOn
 from mlflow import MlflowClient
 
 #: On a retrain run that did not train, why (the data is one a model was already trained on).
-SKIPPED_TAG = "attnlab.retrain.skipped"
 #: MLflow's run description (shown at the top of the run's page and in its table's tooltip).
 DESCRIPTION_TAG = "mlflow.note.content"
 
@@ -33,7 +33,7 @@ def start_retrain_run(task_name: str, name: str, experiment: str, tags: dict[str
     client = MlflowClient()
     experiment_id = tracking.ensure_experiment(client, experiment, where)
     owner = stale_runs.owner_tags(stale_runs.this_host(), os.getpid(), time.time())
-    tags = {"attnlab.kind": "retrain", "task": task_name, tracking.MODEL_NAME_TAG: name, **owner, **tags}
+    tags = {KIND_TAG: "retrain", "task": task_name, MODEL_NAME_TAG: name, **owner, **tags}
     return client.create_run(experiment_id, run_name=f"retrain-{task_name}", tags=tags).info.run_id
 
 
@@ -44,15 +44,15 @@ def trained_before(client: MlflowClient, name: str) -> list[TrainedOn]:
     earlier = []
     champion = registry.champion_version(client, name)
     if champion is not None:
-        data = client.get_run(champion.run_id).data.tags.get(tracking.DATA_VERSION_TAG)
+        data = client.get_run(champion.run_id).data.tags.get(DATA_VERSION_TAG)
         earlier.append(TrainedOn(data, f"the champion (version {champion.version})"))
     experiments = [e.experiment_id for e in client.search_experiments()]
-    query = f"tags.`attnlab.kind` = 'retrain' and tags.`{tracking.MODEL_NAME_TAG}` = '{name}' and attributes.status = 'FINISHED'"
+    query = f"tags.`{KIND_TAG}` = 'retrain' and tags.`{MODEL_NAME_TAG}` = '{name}' and attributes.status = 'FINISHED'"
     for run in client.search_runs(experiments, query, max_results=50, order_by=["attributes.start_time DESC"]):
         tags = run.data.tags
-        if SKIPPED_TAG not in tags and tracking.DATA_VERSION_TAG in tags:
+        if RETRAIN_SKIPPED_TAG not in tags and DATA_VERSION_TAG in tags:
             outcome = "promoted" if tags.get("promotion.promoted") == "true" else "not promoted"
-            earlier.append(TrainedOn(tags[tracking.DATA_VERSION_TAG], f"the last retrain (run {run.info.run_id[:8]}, {outcome})"))
+            earlier.append(TrainedOn(tags[DATA_VERSION_TAG], f"the last retrain (run {run.info.run_id[:8]}, {outcome})"))
             break
     return earlier
 
@@ -60,13 +60,13 @@ def trained_before(client: MlflowClient, name: str) -> list[TrainedOn]:
 def record_data(run_id: str, data: str | None) -> None:
     """The data digest a retrain trains on, on its run (what the next tick compares)."""
     if data is not None:
-        MlflowClient().set_tag(run_id, tracking.DATA_VERSION_TAG, data)
+        MlflowClient().set_tag(run_id, DATA_VERSION_TAG, data)
 
 
 def end_skipped(run_id: str, reason: str) -> None:
     """End a retrain run that did not train FINISHED, ``reason`` as its tag and description."""
     client = MlflowClient()
-    client.set_tag(run_id, SKIPPED_TAG, reason)
+    client.set_tag(run_id, RETRAIN_SKIPPED_TAG, reason)
     client.set_tag(run_id, DESCRIPTION_TAG, f"skipped: {reason}")
     tracking.end_run(client, run_id, "FINISHED")
 

@@ -30,16 +30,21 @@ from attnlab.evaluation.metrics import Evaluation
 from attnlab.flows.tracking.mlflow_ui import experiment_tags
 from attnlab.flows.tracking.store import Store, already_exists
 from attnlab.lab.config import ExperimentConfig
+from attnlab.lab.run_records import (
+    DATA_SUMMARY_TAG,
+    DATA_VERSION_TAG,
+    ENDED_BY_TAG,
+    EPOCH_TAG,
+    ERROR_TAG,
+    MODEL_NAME_TAG,
+    SPLITS_TAG,
+)
 from attnlab.ops import stale_runs
 from attnlab.plugins import Task
 from attnlab.training.progress import PROGRESS_LOGGER
 from mlflow import MlflowClient
 
 #: Per-epoch metrics from the training callback -> their MLflow names.
-#: Where a sweep run's data splits are (logged once per distinct data set on the sweep's parent run).
-SPLITS_TAG = "attnlab.splits"
-#: The latest finished epoch of a run, rewritten by every epoch's log.
-EPOCH_TAG = "attnlab.epoch"
 EPOCH_METRICS = {
     "train_loss": "train_loss",
     "val_loss": "val_loss",
@@ -82,10 +87,6 @@ def as_param(value: Any) -> str:
 def config_params(config: ExperimentConfig) -> dict[str, str]:
     """Every config field as an MLflow param string."""
     return {key: as_param(value) for key, value in config.model_dump(mode="json").items()}
-
-
-#: The registered model a run's model belongs to (and whose champion it may become).
-MODEL_NAME_TAG = "attnlab.model_name"
 
 
 def run_tags(config: ExperimentConfig) -> dict[str, str]:
@@ -154,12 +155,6 @@ def splits_frame(splits: Splits) -> pd.DataFrame:
     """All examples with their split: columns split, source, target."""
     rows = [(name, ex.source, ex.target) for name, examples in splits.items() for ex in examples]
     return pd.DataFrame(rows, columns=["split", "source", "target"])
-
-
-#: The digest of the data a run's task read (a file's sha256, a dictionary's release), when it has one.
-DATA_VERSION_TAG = "attnlab.data_version"
-#: What reading the data did, in one line (rows read, kept, left out and why), when the task says.
-DATA_SUMMARY_TAG = "attnlab.data_summary"
 
 
 def source_file_input(task: Task) -> list[DatasetInput]:
@@ -253,15 +248,11 @@ def end_run(
     assert status in {RunStatus.to_string(s) for s in (RunStatus.FINISHED, RunStatus.FAILED, RunStatus.KILLED)}
     try:
         if error:
-            client.set_tag(run_id, "attnlab.error", error[:4000])
+            client.set_tag(run_id, ERROR_TAG, error[:4000])
         if checkpoint is not None and checkpoint.exists():
             client.log_artifact(run_id, str(checkpoint), "checkpoint")
     finally:
         client.set_terminated(run_id, status)
-
-
-#: Tag of a run ended by another command, saying why.
-ENDED_BY = "attnlab.ended_by"
 
 
 def find_stale_runs(client: MlflowClient, experiment_ids: list[str] | None = None, now: float | None = None) -> list:
@@ -289,7 +280,7 @@ def end_stale_runs(client: MlflowClient, now: float | None = None, experiment_id
     host = stale_runs.this_host()
     for run, why in find_stale_runs(client, experiment_ids, now):
         message = f"left RUNNING: {why}; ended FAILED by process {os.getpid()} on {host}"
-        client.log_batch(run.info.run_id, tags=[RunTag(ENDED_BY, message), RunTag("attnlab.error", f"stale run: {why}")])
+        client.log_batch(run.info.run_id, tags=[RunTag(ENDED_BY_TAG, message), RunTag(ERROR_TAG, f"stale run: {why}")])
         client.set_terminated(run.info.run_id, "FAILED")
         ended.append((run.info.run_id, why))
     return ended

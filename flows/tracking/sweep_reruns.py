@@ -8,7 +8,7 @@ import logging
 
 from mlflow.entities import RunTag
 
-from attnlab.flows.tracking.runs import ENDED_BY
+from attnlab.lab.run_records import ENDED_BY_TAG, ERROR_TAG
 from attnlab.ops.sweep_attempts import WORKER_LOST, ChildRun, Settlement, held_by_lost_worker, settle
 from mlflow import MlflowClient
 
@@ -55,7 +55,7 @@ def end_child(client: MlflowClient, parent_run_id: str, run, status: str, why: s
     """End child run ``run`` of the sweep with ``status``, saying ``why`` (tags ``attnlab.error``
     and ``attnlab.ended_by``), and its Prefect flow run Crashed unless ``prefect`` is False (the
     server is gone)."""
-    client.log_batch(run.info.run_id, tags=[RunTag(ENDED_BY, f"sweep {parent_run_id}: {why}"), RunTag("attnlab.error", why)])
+    client.log_batch(run.info.run_id, tags=[RunTag(ENDED_BY_TAG, f"sweep {parent_run_id}: {why}"), RunTag(ERROR_TAG, why)])
     client.set_terminated(run.info.run_id, status)
     if prefect:
         crash_flow_run(run.data.tags.get("prefect.flow_run_id"), why)

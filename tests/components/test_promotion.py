@@ -1,13 +1,10 @@
-"""The one promotion rule and what makes a model comparable with a benchmark (pure, no MLflow)."""
+"""The one promotion rule and what a promotion adds to a run's summary (pure, no MLflow)."""
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
-from attnlab.ops.promotion import check_margin, decide, incomparable_reason, overlap
-from attnlab.plugins import Example, create_plugin
+from attnlab.ops.promotion import Decision, check_margin, decide, promotion_summary
 
 NAN = float("nan")
 
@@ -41,45 +38,20 @@ def test_the_margin_is_an_exact_match_difference_in_0_1():
             check_margin(bad)
 
 
-def _reverse(**options):
-    return create_plugin("tasks", "reverse", **options)
+BENCHMARK = {"run_id": "bench", "size": 500, "overlap": 0.0}
 
 
-BENCHMARK = [Example("0123456789" * 2, ("0123456789" * 2)[::-1], None), Example("12345", "54321", None)]
-DIGITS = ("0123456789", "0123456789")
+def test_a_promoted_version_holds_the_alias_and_names_the_one_it_beat():
+    won = Decision(True, "beats", "3", 0.9, "2", 0.8, 0.0)
+    fields = promotion_summary(won, "3", BENCHMARK)
+    assert fields["champion"] and fields["champion_version"] == "3"
+    assert fields["previous_champion"] == {"version": "2", "benchmark_score": 0.8}
+    assert fields["decision"]["reason"] == "beats" and fields["benchmark"] == BENCHMARK
 
 
-def test_a_model_that_reads_the_benchmark_is_comparable():
-    assert incomparable_reason(BENCHMARK, "reverse", "reverse", _reverse(), DIGITS, None) is None
-    # Trained on shorter sources but tested on the benchmark's lengths: comparable.
-    assert incomparable_reason(BENCHMARK, "reverse", "reverse", _reverse(max_length=40), DIGITS, 64) is None
-
-
-@pytest.mark.parametrize(
-    "task_name, test_task, chars, max_source, says",
-    [
-        ("date", _reverse(), DIGITS, None, "the benchmark is of task 'reverse', the model of task 'date'"),
-        ("reverse", _reverse(max_length=8), DIGITS, None, "up to 20 characters; this config's task options produce at most 8"),
-        ("reverse", _reverse(), ("01234", "0123456789"), None, "sources use character(s) '56789' outside this model's vocabulary"),
-        ("reverse", _reverse(), ("0123456789", "012"), None, "targets use character(s) '3456789'"),
-        ("reverse", _reverse(), DIGITS, 16, "this model's encoder accepts at most 16"),
-    ],
-)
-def test_what_makes_a_model_incomparable(task_name, test_task, chars, max_source, says):
-    reason = incomparable_reason(BENCHMARK, "reverse", task_name, test_task, chars, max_source)
-    assert reason is not None and says in reason
-
-
-def test_overlap_is_the_share_of_benchmark_keys_seen_in_training():
-    benchmark = [Example(s, s[::-1], None) for s in ("123", "456", "789", "000")]
-    training = [Example("456", "654", None), Example("000", "000", None), Example("999", "999", None)]
-    assert overlap(benchmark, training, key=lambda ex: ex.source) == 0.5
-    assert overlap([], training, key=lambda ex: ex.source) == 0.0
-    assert not math.isnan(overlap(benchmark, [], key=lambda ex: ex.source))
-
-
-def test_an_unusable_champion_keeps_the_alias_and_the_reason_says_why():
-    from attnlab.ops.promotion import keep_unusable_champion
-
-    promoted, reason = keep_unusable_champion("its files are missing")
-    assert promoted is False and reason == "champion unusable: its files are missing"
+def test_a_version_that_lost_leaves_the_alias_with_the_champion():
+    lost = Decision(False, "does not beat", "3", 0.7, "2", 0.8, 0.0)
+    fields = promotion_summary(lost, "3", BENCHMARK)
+    assert not fields["champion"] and fields["champion_version"] == "2"
+    first = Decision(True, "first", "1", 0.9, None, None, 0.0)
+    assert promotion_summary(first, "1", BENCHMARK)["previous_champion"] is None

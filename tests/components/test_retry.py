@@ -121,7 +121,7 @@ def test_a_step_retries_hiccups_but_not_mistakes_full_disks_refusals_or_bugs():
 
 
 def test_runs_sharing_a_machine_get_an_equal_share_of_its_cores():
-    from attnlab.training.threads import thread_share
+    from attnlab.ops.threads import thread_share
 
     assert thread_share(1, cores=8) == 8
     assert thread_share(3, cores=8) == 2

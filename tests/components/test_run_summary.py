@@ -1,14 +1,11 @@
-"""A train run's summary: its registered model before and after the promotion, exact match by
-source length."""
+"""A train run's summary: its registered model before the promotion, exact match by source
+length (what the promotion adds: test_promotion.py)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from attnlab.lab.run_summary import by_length, promotion_summary, registered_model
-from attnlab.ops.promotion import Decision
-
-BENCHMARK = {"run_id": "bench", "size": 500, "overlap": 0.0}
+from attnlab.lab.run_summary import by_length, registered_model
 
 
 def test_a_model_is_named_by_its_registered_name_and_has_a_uri_only_when_registered():
@@ -18,22 +15,6 @@ def test_a_model_is_named_by_its_registered_name_and_has_a_uri_only_when_registe
     }  # fmt: skip
     assert registered_model("attnlab-date", None)["uri"] is None
     assert registered_model("attnlab-pairs-lexicon", "1")["uri"] == "models:/attnlab-pairs-lexicon/1"
-
-
-def test_a_promoted_version_holds_the_alias_and_names_the_one_it_beat():
-    won = Decision(True, "beats", "3", 0.9, "2", 0.8, 0.0)
-    fields = promotion_summary(won, "3", BENCHMARK)
-    assert fields["champion"] and fields["champion_version"] == "3"
-    assert fields["previous_champion"] == {"version": "2", "benchmark_score": 0.8}
-    assert fields["decision"]["reason"] == "beats" and fields["benchmark"] == BENCHMARK
-
-
-def test_a_version_that_lost_leaves_the_alias_with_the_champion():
-    lost = Decision(False, "does not beat", "3", 0.7, "2", 0.8, 0.0)
-    fields = promotion_summary(lost, "3", BENCHMARK)
-    assert not fields["champion"] and fields["champion_version"] == "2"
-    first = Decision(True, "first", "1", 0.9, None, None, 0.0)
-    assert promotion_summary(first, "1", BENCHMARK)["previous_champion"] is None
 
 
 def test_exact_match_by_source_length():

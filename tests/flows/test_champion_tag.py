@@ -11,7 +11,7 @@ from _flowkit import client_for
 
 from attnlab.flows.tracking import promote as promotion
 from attnlab.flows.tracking import registry as model_registry
-from attnlab.flows.tracking.champion_tag import CHAMPION_TAG
+from attnlab.lab.run_records import CHAMPION_TAG
 
 NAME = "attnlab-date"
 

@@ -16,8 +16,9 @@ import pytest
 from _flowkit import client_for, point_at, spelled_words
 
 from attnlab.flows.retrain_flow import retrain_flow
-from attnlab.flows.tracking.retrain_runs import DESCRIPTION_TAG, SKIPPED_TAG
+from attnlab.flows.tracking.retrain_runs import DESCRIPTION_TAG
 from attnlab.lab.config import ExperimentConfig
+from attnlab.lab.run_records import RETRAIN_SKIPPED_TAG
 
 NAME = "attnlab-pairs-words"
 
@@ -57,7 +58,7 @@ def test_an_unchanged_file_ends_the_tick_without_training(ticks):
     assert unchanged["skipped"].startswith("data unchanged: the champion (version 1) was trained on this data")
     client = client_for(store)
     run = client.get_run(unchanged["run_id"])
-    assert run.info.status == "FINISHED" and run.data.tags[SKIPPED_TAG] == unchanged["skipped"]
+    assert run.info.status == "FINISHED" and run.data.tags[RETRAIN_SKIPPED_TAG] == unchanged["skipped"]
     assert run.data.tags[DESCRIPTION_TAG] == f"skipped: {unchanged['skipped']}"  # what the MLflow UI shows on top
     children = client.search_runs([run.info.experiment_id], f"tags.mlflow.parentRunId = '{unchanged['run_id']}'")
     assert not children  # nothing trained

@@ -121,7 +121,7 @@ def test_stale_runs_are_listed_then_ended_failed(capsys, two_runs, monkeypatch):
         assert code == 0, err
         assert dead[:8] in out and out.splitlines()[-1].startswith("ended 1 run(s) FAILED")
         ended = client.get_run(dead)
-        assert ended.info.status == "FAILED" and "is gone" in ended.data.tags[tracking.ENDED_BY]
+        assert ended.info.status == "FAILED" and "is gone" in ended.data.tags["attnlab.ended_by"]
         assert client.get_run(alive).info.status == "RUNNING"
         _, out, _ = attnlab(capsys, "runs", "--stale")
         assert out.strip() == "no run is left RUNNING by a process that is gone"
