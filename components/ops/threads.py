@@ -1,8 +1,22 @@
-"""How many threads a run may use when several share a machine."""
+"""How many threads a run may use: when several runs share a machine, and when other work keeps
+its cores busy.
+
+torch takes one thread per core. Its threads meet at the end of every operation, so one thread
+that the kernel puts aside for another process holds up all of them; beside two busy loops on 2
+cores the default run's epoch took 60x its quiet time. A run therefore takes the cores the
+machine's other work leaves free (:func:`threads_for_load`, at least one), measured just before it
+starts (:func:`busy_cores`), and its idle threads sleep instead of spinning (``OMP_WAIT_POLICY``,
+set by :mod:`attnlab.flows` before torch loads).
+"""
 
 from __future__ import annotations
 
 import os
+import time
+from pathlib import Path
+
+#: How long the other processes' use of the cores is sampled.
+SAMPLE_SECONDS = 0.25
 
 
 def thread_share(concurrent_runs: int, cores: int | None = None) -> int:
@@ -11,3 +25,48 @@ def thread_share(concurrent_runs: int, cores: int | None = None) -> int:
     22-24 min apiece where one alone takes 38 s: oversubscribed threads spin against each other."""
     cores = cores if cores is not None else (os.cpu_count() or 1)
     return max(1, cores // max(1, concurrent_runs))
+
+
+def threads_for_load(cores: int, busy: float) -> int:
+    """Torch threads for a run on ``cores`` cores of which ``busy`` are kept busy by other work:
+    the cores left free, rounded, at least one and at most ``cores``."""
+    return max(1, min(cores, round(cores - busy)))
+
+
+def cpu_jiffies(stat: str) -> tuple[int, int]:
+    """(busy, total) clock ticks of all cores from the first line of ``/proc/stat``'s text."""
+    fields = [int(value) for value in stat.split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    total = sum(fields[:8])  # guest time is counted in user time already
+    return total - idle, total
+
+
+def busy_cores(cores: int | None = None, seconds: float = SAMPLE_SECONDS, stat: Path = Path("/proc/stat")) -> float | None:
+    """How many of the machine's cores other processes keep busy, over ``seconds`` while this
+    process waits; None where ``/proc/stat`` cannot be read (not Linux)."""
+    cores = cores if cores is not None else (os.cpu_count() or 1)
+    try:
+        before = cpu_jiffies(stat.read_text())
+        time.sleep(seconds)
+        after = cpu_jiffies(stat.read_text())
+    except (OSError, ValueError, IndexError):
+        return None
+    busy, total = after[0] - before[0], after[1] - before[1]
+    return cores * busy / total if total > 0 else 0.0
+
+
+def chosen_threads(cores: int | None = None) -> tuple[int, str]:
+    """(torch threads for a run starting now, why: the measured load in words)."""
+    cores = cores if cores is not None else (os.cpu_count() or 1)
+    busy = busy_cores(cores)
+    if busy is None:
+        return cores, f"all {cores} cores (the load cannot be measured here)"
+    return threads_for_load(cores, busy), f"{busy:.1f} of {cores} cores busy with other work"
+
+
+def thread_params() -> dict[str, str]:
+    """How this process computes, as a run's params: torch's threads and OpenMP's wait policy
+    (passive unless the user chose otherwise)."""
+    import torch
+
+    return {"torch_threads": str(torch.get_num_threads()), "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "(OpenMP's default)")}

@@ -137,6 +137,8 @@ def run_training(
     )
     if config.compile_loops:
         typer.echo("compile_loops: the first batches compile the GRU loops (tens of seconds)", err=True)
+    with watch("check"):
+        use_free_cores()
     with watch("flow"):
         summary = run_flow(config, experiment, server, verbose, json_output, resume)
     watch.seconds["total"] = time.perf_counter() - STARTED
@@ -146,6 +148,22 @@ def run_training(
         "steps": summary.pop("step_seconds", {}),
     }
     return summary
+
+
+def use_free_cores() -> int:
+    """Give torch the cores that other work leaves free (:func:`attnlab.training.threads.chosen_threads`);
+    on a busy machine say so in one line. The threads chosen."""
+    import os
+
+    import torch
+
+    from attnlab.training.threads import chosen_threads
+
+    threads, why = chosen_threads()
+    torch.set_num_threads(threads)
+    if threads < (os.cpu_count() or 1):
+        typer.echo(f"busy machine ({why}): training with {threads} torch thread{'s' * (threads > 1)}", err=True)
+    return threads
 
 
 def check_resume_alone(source: ConfigSource, experiment: str | None) -> None:

@@ -64,6 +64,7 @@ def test_train_json_summary_and_config_file_under_flags(capsys, empty_store, tmp
     assert {"imports", "check", "flow", "total", "steps"} <= set(summary["timings"])
     params = client_for(empty_store).get_run(summary["run_id"]).data.params
     assert params["epochs"] == "1" and params["seed"] == "7" and params["hidden_size"] == "16"  # flag > -o > YAML
+    assert params["omp_wait_policy"] == "PASSIVE" and 1 <= int(params["torch_threads"]) <= (os.cpu_count() or 1)
     assert "epoch   1/1" in err  # one progress line per epoch
     assert "INFO" not in err and "Traceback" not in err
 
@@ -335,6 +336,16 @@ def _listening(port: int) -> bool:
 
 
 @pytest.mark.slow
+def test_the_command_lets_idle_threads_sleep_unless_the_user_chose_otherwise():
+    """OpenMP's wait policy is read when torch loads: importing attnlab.flows (the command's first
+    import) sets it, and a value the user set wins."""
+    script = "import os, attnlab.flows, torch; torch.ones(1); print(os.environ['OMP_WAIT_POLICY'])"
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    assert subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True).stdout.strip() == "PASSIVE"
+    env["OMP_WAIT_POLICY"] = "ACTIVE"
+    assert subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True).stdout.strip() == "ACTIVE"
+
+
 def test_console_script_errors_are_one_line_without_noise(tmp_path):
     env = {**os.environ, "ATTNLAB_MLFLOW_DIR": str(tmp_path / "mlflow")}
     done = subprocess.run([_console_script(), "train", "--scorer", "cosine"], env=env, capture_output=True, text=True, timeout=120)

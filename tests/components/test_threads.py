@@ -1,0 +1,45 @@
+"""A run takes the cores other work leaves free: the arithmetic, the reading of /proc/stat, and a
+real measurement beside busy loops."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from attnlab.training.threads import busy_cores, chosen_threads, cpu_jiffies, threads_for_load
+
+
+@pytest.mark.parametrize(
+    ("cores", "busy", "threads"),
+    [(2, 0.0, 2), (2, 0.3, 2), (2, 0.6, 1), (2, 1.0, 1), (2, 2.0, 1), (2, 4.0, 1), (8, 2.2, 6), (8, -0.1, 8)],
+)
+def test_a_run_takes_the_free_cores_at_least_one(cores, busy, threads):
+    assert threads_for_load(cores, busy) == threads
+
+
+def test_proc_stat_counts_busy_and_total_ticks():
+    # user nice system idle iowait irq softirq steal guest guest_nice
+    line = "cpu  100 5 20 800 50 3 2 0 7 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n"
+    assert cpu_jiffies(line) == (130, 980)
+
+
+def test_the_load_is_none_where_proc_stat_is_missing(tmp_path):
+    assert busy_cores(2, seconds=0.0, stat=tmp_path / "stat") is None
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="Linux's /proc/stat")
+def test_beside_a_busy_loop_per_core_a_run_takes_one_thread():
+    cores = os.cpu_count() or 1
+    loop = [sys.executable, "-c", f"import os\nwhile os.getppid() == {os.getpid()}: pass"]
+    loops = [subprocess.Popen(loop) for _ in range(cores)]
+    try:
+        assert busy_cores(cores, seconds=1.0) > cores - 0.6
+        threads, why = chosen_threads(cores)
+        assert threads == 1 and why.endswith(f"of {cores} cores busy with other work")
+    finally:
+        for process in loops:
+            process.kill()
+            process.wait()
