@@ -165,8 +165,7 @@ def sweep_flow(
         results = [{**reused, **dict(zip(todo, trained))}[index] for index in range(len(jobs))]
         settle_children(client, parent_run_id)  # a lost worker's run ends FAILED, its rerun linked
         comparison = sweep_parent.log_comparison(client, parent_run_id, results, labels, bands, shown.train_max, workdir)
-        marks, marks_text = log_marks(client, parent_run_id, results, labels)  # each arm against the best, seeds pooled
-        comparison.update(significance=marks, text=comparison["text"] + (f"\n\n{marks_text}" if marks_text else ""))
+        log_marks(client, parent_run_id, results, labels, comparison)  # each arm against the best, seeds pooled
         # After log_comparison, which uploads all of workdir as plots/.
         comparison["explorer"] = sweep_parent.log_explorer(
             client, parent_run_id, results, shown.shared, shown.data_seeds, len(grid_.seeds), workdir / "attention", shown.references

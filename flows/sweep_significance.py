@@ -15,9 +15,17 @@ from mlflow import MlflowClient
 
 
 def log_marks(
-    client: MlflowClient, parent_run_id: str, results: list[dict[str, Any]], labels: list[str]
-) -> tuple[dict[str, Any] | None, str]:
-    """(task -> the marks of its arms, their text); (None, "") for a sweep of one combination."""
+    client: MlflowClient, parent_run_id: str, results: list[dict[str, Any]], labels: list[str], comparison: dict[str, Any]
+) -> None:
+    """Add to the sweep's ``comparison`` its ``significance`` (task -> the marks of its arms; None
+    for a sweep of one combination) and their text after its ``text``."""
+    comparison["significance"], text = _marks(client, parent_run_id, results, labels)
+    if text:
+        comparison["text"] += "\n\n" + text
+
+
+def _marks(client: MlflowClient, parent_run_id: str, results: list[dict[str, Any]], labels: list[str]) -> tuple[dict[str, Any] | None, str]:
+    """(task -> the marks of its arms, their text), logged; (None, "") for a sweep of one combination."""
     if len(labels) < 2:
         return None, ""
     by_task: dict[str, dict[str, dict[int, pd.DataFrame]]] = defaultdict(lambda: {label: {} for label in labels})

@@ -87,6 +87,7 @@ def tune_flow(
         )
         return train_trial.with_options(task_run_name=f"trial-{trial.number}").submit(config, experiment, parent_run_id, threads, link)
 
+    held = len(study.get_trials(deepcopy=False))  # trials of earlier runs of this study
     try:
         started = tune_jobs.run_trials(study, searched, base, trials, timeout, max_parallel, submit, parent_run_id)
         summary = tune_results.finish(client, study, searched, base, parent_run_id)
@@ -95,7 +96,7 @@ def tune_flow(
         raise
     tracking.end_run(client, parent_run_id, "FINISHED")
     return {"parent_run_id": parent_run_id, "experiment": experiment, "study": study_name, "storage": tune_study.shown_url(storage_url),
-            "tracking_uri": store.resolve_store().tracking_uri, "started": started, "resumed": len(summary["trials"]) > started, **summary}  # fmt: skip
+            "tracking_uri": store.resolve_store().tracking_uri, "started": started, "resumed": held > 0, **summary}  # fmt: skip
 
 
 def _abandon(client: MlflowClient, study, parent_run_id: str, exc: BaseException) -> None:

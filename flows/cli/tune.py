@@ -130,8 +130,9 @@ def check_candidates(base, space) -> None:
 def run_tune(space_file: Path, trials: int, timeout_text: str | None, source: ConfigSource, study: str | None, storage: str | None,
              max_parallel: int | None, runner: str, dask_address: str | None, experiment: str | None, verbose: bool) -> dict[str, Any]:  # fmt: skip
     """Check everything, then run the tune flow on the chosen runner; its summary."""
-    from attnlab.flows.cli.sweep import check_cluster_stores, check_dask_address, check_runner, task_runner, watched
+    from attnlab.flows.cli.sweep import check_runner, task_runner, watched
     from attnlab.flows.cli.train import check_start
+    from attnlab.lab.names import check_name, experiment_name
     from attnlab.tuning.trials import parse_duration, study_name
 
     check_runner(runner, dask_address, max_parallel)
@@ -142,28 +143,16 @@ def run_tune(space_file: Path, trials: int, timeout_text: str | None, source: Co
     base = build_config(source.file, source.flags, source.options)
     check_start(base, experiment, device=not dask_address)
     check_candidates(base, searched)
+    name = check_name(study or study_name(base.model_dump(mode="json"), searched.as_dict()), "--study")
     from attnlab.flows.services.prefect_server import share_with_workers, start_in_background, without_heartbeats
     from attnlab.flows.tracking import store
-    from attnlab.flows.tune_study import storage_url
     from attnlab.ops.sweep_workers import sweep_workers
 
     server = start_in_background()
-    where = store.resolve_store()
-    store.check_store(where)
-    url = storage_url(where, storage)
-    if dask_address:
-        check_dask_address(dask_address)
-        check_cluster_stores(dask_address)
-        if url.startswith("sqlite"):
-            raise UserError(
-                f"--dask-address {dask_address}: the study's storage {url} is a file of this machine; give --storage with a server's RDB URL the workers can reach"
-            )
-    name = study or study_name(base.model_dump(mode="json"), searched.as_dict())
+    url = checked_storage(store.resolve_store(), storage, dask_address)
     workers = sweep_workers(trials, max_parallel, remote=bool(dask_address))
     from attnlab.flows.tune_flow import tune_flow
-    from attnlab.lab.names import check_name, experiment_name
 
-    check_name(name, "--study")
     if server is not None and not server.wait():
         server = None
     share_with_workers()
@@ -193,6 +182,26 @@ def run_tune(space_file: Path, trials: int, timeout_text: str | None, source: Co
         ) from None
     finally:
         logging.getLogger("attnlab.tune").removeHandler(handler)
+
+
+def checked_storage(where, given: str | None, dask_address: str | None) -> str:
+    """The study's storage URL (:func:`attnlab.flows.tune_study.storage_url`) after checking the
+    store; with a Dask cluster, the cluster and the stores checked and a storage its workers can
+    reach required."""
+    from attnlab.flows.cli.sweep import check_cluster_stores, check_dask_address
+    from attnlab.flows.tracking import store
+    from attnlab.flows.tune_study import storage_url
+
+    store.check_store(where)
+    url = storage_url(where, given)
+    if dask_address:
+        check_dask_address(dask_address)
+        check_cluster_stores(dask_address)
+        if url.startswith("sqlite"):
+            raise UserError(
+                f"--dask-address {dask_address}: the study's storage {url} is a file of this machine; give --storage with a server's RDB URL the workers can reach"
+            )
+    return url
 
 
 def _study_lock(name: str):
