@@ -131,7 +131,8 @@ def test_a_killed_tune_resumes_to_its_trials_without_repeating_one(empty_store, 
     args = ["--space", str(space_file(tmp_path)), "--trials", "3", *ARM, "--max-parallel", "1", "--json"]
     process = _tune(empty_store, tmp_path, args)
     try:
-        _until(process, lambda: _trial_states(empty_store)[:2] == ["COMPLETE", "RUNNING"], "its first trial completed")
+        second_training = lambda: len(_running_with_an_epoch(empty_store / "mlflow.db")) == 1  # noqa: E731
+        _until(process, lambda: _trial_states(empty_store)[:2] == ["COMPLETE", "RUNNING"] and second_training(), "its second trial trained")
         os.killpg(process.pid, signal.SIGKILL)  # a cut: nothing ends the second trial
         process.wait()
     finally:
