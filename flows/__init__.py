@@ -25,6 +25,8 @@ ENV_DEFAULTS = {
     # MLflow writes "View run ... at" to stdout when a run on a tracking server ends, which would
     # break `--json` output; the CLI says where the runs are itself.
     "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
+    # Reading a run's small tables (a paired test's outcomes) would draw a progress bar on stderr.
+    "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
     # A bounded retry budget for a tracking server: MLflow's defaults (7 retries with back-off
     # factor 2, 120 s per request) keep one call retrying for minutes after the server died.
     # Here a call to a dead server gives up after ~6-9 s (retries after 0, 2 and 4 s), a task

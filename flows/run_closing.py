@@ -1,5 +1,6 @@
 """How a train run's MLflow run ends when its steps stop: FINISHED, FAILED (an error), KILLED
-(Ctrl-C or a termination signal, with the last checkpoint as an artifact), or left RUNNING with
+(Ctrl-C or a termination signal, with the last checkpoint as an artifact; or a tuned trial
+pruned, tagged ``attnlab.tune.state`` PRUNED), or left RUNNING with
 one line naming the lost tracking server (the next train flow against that store ends it FAILED,
 as it ends every run left RUNNING by a process that is gone); a fault of the surroundings (a full
 disk, Prefect's server or the store's artifacts folder gone) is told in one line
@@ -21,9 +22,10 @@ from attnlab.flows import steps as tasks
 from attnlab.flows.flow_runs import ending_status, is_interrupt
 from attnlab.flows.services import prefect_watch
 from attnlab.flows.tracking import runs as tracking
-from attnlab.flows.tracking import store
+from attnlab.flows.tracking import store, tune_runs
 from attnlab.flows.tracking.errors import RunFault, TrackingLost
 from attnlab.ops.faults import Surroundings, diagnose, fault_line
+from attnlab.tuning.trials import Pruned
 from mlflow import MlflowClient
 
 T = TypeVar("T")
@@ -63,6 +65,10 @@ def closing_error(exc: BaseException, run_id: str, workdir: Path, checkpoint: Pa
     why = store.unreachable(where)  # one quick try: a lost server is not retried again
     if why is not None:
         return TrackingLost(lost_message(where.tracking_uri, why, run_id, checkpoint if checkpoint.exists() else None, is_interrupt(exc)))
+    if isinstance(exc, Pruned):  # a tuned trial its study's pruner stopped: no failure
+        with no_sigint():
+            tune_runs.end_pruned(MlflowClient(), run_id, str(exc))
+        return None
     fault = diagnose(exc, surroundings(where, workdir, checkpoint, artifacts))
     if fault is not None and not is_interrupt(exc):
         with no_sigint():

@@ -24,6 +24,7 @@ from attnlab.data.datasets import data_spec, entry_problem, load_splits, save_sp
 from attnlab.data.examples import gold_alignments
 from attnlab.evaluation.example_records import attention_record, heatmap_title, merged_golds
 from attnlab.evaluation.metrics import Evaluation, evaluate, with_references
+from attnlab.flows import epoch_hooks
 from attnlab.flows.services import prefect_watch
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking import store
@@ -61,9 +62,8 @@ LOGGING = dict(retries=2, retry_delay_seconds=[1, 5], retry_condition_fn=transie
 @task(name="start-run", **LOGGING)
 def start_run(config: ExperimentConfig, experiment: str, tags: dict[str, str]) -> str:
     """Check the store, open a RUNNING MLflow run with params, tags and config; its id."""
-    where = store.use_store()
+    where, client = store.use_store(), MlflowClient()
     store.check_store(where)
-    client = MlflowClient()
     return tracking.start_run(client, tracking.ensure_experiment(client, experiment, where), config, tags)
 
 
@@ -184,6 +184,7 @@ def train(config: ExperimentConfig, data: Path, run_id: str, workdir: Path) -> T
         tracked(lambda: tracking.log_epoch(client, run_id, metrics))
         recorder.record(int(metrics["epoch"]))
         log_curve()
+        epoch_hooks.notify(run_id, metrics)  # a tuned trial's pruner may stop it here
 
     def on_step(p: StepProgress) -> None:
         prefect_watch.check()

@@ -24,6 +24,7 @@ from attnlab.flows.flow_runs import ending_status, is_interrupt
 from attnlab.flows.services import prefect_watch
 from attnlab.flows.sweep_inputs import shared_inputs
 from attnlab.flows.sweep_jobs import run_all
+from attnlab.flows.sweep_significance import log_marks
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking import store
 from attnlab.flows.tracking.errors import RunFault
@@ -164,6 +165,7 @@ def sweep_flow(
         results = [{**reused, **dict(zip(todo, trained))}[index] for index in range(len(jobs))]
         settle_children(client, parent_run_id)  # a lost worker's run ends FAILED, its rerun linked
         comparison = sweep_parent.log_comparison(client, parent_run_id, results, labels, bands, shown.train_max, workdir)
+        log_marks(client, parent_run_id, results, labels, comparison)  # each arm against the best, seeds pooled
         # After log_comparison, which uploads all of workdir as plots/.
         comparison["explorer"] = sweep_parent.log_explorer(
             client, parent_run_id, results, shown.shared, shown.data_seeds, len(grid_.seeds), workdir / "attention", shown.references

@@ -48,6 +48,7 @@ def train_flow(
     log_model: bool = True,
     example_plots: bool = True,
     resume_run_id: str | None = None,
+    run_tags: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Run one experiment end to end and return its summary (JSON-ready).
 
@@ -68,10 +69,11 @@ def train_flow(
     the test examples picked by :func:`attnlab.data.examples.pick_examples` (``explorer.html`` shows
     every test example's attention either way). ``resume_run_id`` continues that stopped run
     (``config`` must be its own) from its checkpoint after its last finished epoch
-    (:mod:`attnlab.flows.resume_run`) instead of starting a new run.
+    (:mod:`attnlab.flows.resume_run`) instead of starting a new run. ``run_tags`` are added to the
+    run's tags (a tuned trial's study and number).
     """
     experiment = experiment or config.registered_model()
-    tags = {**flow_run_tags(), **({"mlflow.parentRunId": parent_run_id} if parent_run_id else {})}
+    tags = {**flow_run_tags(), **(run_tags or {}), **({"mlflow.parentRunId": parent_run_id} if parent_run_id else {})}
     watch = Stopwatch()
     with watch("start_run"):
         if resume_run_id is None:

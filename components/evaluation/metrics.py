@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 import torch
+from rapidfuzz.distance import Levenshtein
 from torch import Tensor
 
 from attnlab.data.splits import EncodedExamples, encode_examples
@@ -28,7 +29,8 @@ from attnlab.plugins import Example
 @dataclass(frozen=True)
 class Evaluation:
     """metrics: name -> float; per_length: one row per source-length bucket; predictions: one
-    row per example (source, target, prediction, correct, source_length); alignment_offsets:
+    row per distinct source (source, target, prediction, correct, edits, tokens, source_length;
+    see :func:`output_scores`); alignment_offsets:
     share of aligned steps per offset (offset, steps, share; see
     :meth:`attnlab.evaluation.alignment.AlignmentTally.offset_table`), None for a scorer that does not
     attend or a task without alignments; greedy_correct: greedy decoding's verdict on each row of
@@ -187,20 +189,24 @@ def output_scores(
 ) -> tuple[pd.DataFrame, dict[str, float], list[list[str]]]:  # fmt: skip
     """Decode ``data`` (one row per distinct source, ``firsts``; ``references``: each source's
     targets) and score the outputs: (one row per source: source, target (the closest
-    reference), prediction, correct; exact match, char accuracy, token and sequence error rate;
+    reference), prediction, correct, edits (the Levenshtein distance of the output's tokens to
+    the closest reference's) and tokens (of that reference); exact match, char accuracy, token and sequence error rate;
     the predicted tokens)."""
     predictions = decode_texts(model, data, max_length, batch_size, beam_size)
     split = model.tgt_vocab.split
     predicted_tokens = [split(p) for p in predictions]
     reference_tokens = [[split(t) for t in refs] for refs in references]
     # Each output is measured against its closest reference (the one it equals, when right).
-    closest = [refs[closest_index(out, tokens)] for out, refs, tokens in zip(predicted_tokens, references, reference_tokens)]
+    chosen = [closest_index(out, tokens) for out, tokens in zip(predicted_tokens, reference_tokens)]
+    closest = [refs[i] for refs, i in zip(references, chosen)]
     frame = pd.DataFrame(
         {
             "source": [ex.source for ex in firsts],
             "target": closest,
             "prediction": predictions,
             "correct": [p in refs for p, refs in zip(predictions, references)],
+            "edits": [Levenshtein.distance(out, tokens[i]) for out, tokens, i in zip(predicted_tokens, reference_tokens, chosen)],
+            "tokens": [len(tokens[i]) for tokens, i in zip(reference_tokens, chosen)],
         }
     )
     metrics = {

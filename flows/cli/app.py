@@ -21,6 +21,7 @@ from attnlab.flows.cli import service as service_cli
 from attnlab.flows.cli import store as store_cli
 from attnlab.flows.cli import sweep as sweep_cli
 from attnlab.flows.cli import train as train_cli
+from attnlab.flows.cli import tune as tune_cli
 from attnlab.flows.cli.support import PROG
 
 
@@ -48,7 +49,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-for module in (train_cli, predict_cli, plugins_cli, sweep_cli, service_cli, runs_cli, store_cli):
+for module in (train_cli, predict_cli, plugins_cli, sweep_cli, tune_cli, service_cli, runs_cli, store_cli):
     module.register(app)
 
 

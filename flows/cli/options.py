@@ -133,3 +133,36 @@ def config_command(*fields: str) -> Callable[[Command], Command]:
         return run  # type: ignore[return-value]
 
     return wrap
+
+
+# --------------------------------------------------------------------------- runners (sweep, tune)
+
+MaxParallel = Annotated[
+    int | None, typer.Option(metavar="N", help="runs at once (default: one per CPU core; all runs on an existing Dask cluster)")
+]
+Runner = Annotated[str, typer.Option(metavar="process|thread|dask", help="process pool, thread pool, or Dask (prefect-dask)")]
+DaskAddress = Annotated[str | None, typer.Option(metavar="tcp://HOST:PORT", help="an existing Dask scheduler (default: a local cluster)")]
+
+# --------------------------------------------------------------------------- tune
+
+SpaceFile = Annotated[Path, typer.Option("--space", metavar="FILE.yaml", help="the search space (YAML; see docs: Tuning)")]
+Trials = Annotated[int, typer.Option(metavar="N", help="trials the study holds in the end, counting those of earlier runs of it")]
+Timeout = Annotated[
+    str | None, typer.Option(metavar="DURATION", help="start no trial after this long (90, 30m, 2h); trials under way finish")
+]
+StudyName = Annotated[
+    str | None,
+    typer.Option("--study", metavar="NAME", help="the Optuna study (default: named by the arm and a digest of the config and space)"),
+]
+Storage = Annotated[
+    str | None,
+    typer.Option(metavar="URL", help="the study's RDB storage (default: sqlite optuna.db beside the embedded store's mlflow.db)"),
+]
+SaveBest = Annotated[Path | None, typer.Option(metavar="FILE.yaml", help="also write the best trial's config to this file")]
+
+# --------------------------------------------------------------------------- compare
+
+Paired = Annotated[
+    bool, typer.Option("--paired", help="require the paired test: runs on different test splits, or without per-item outcomes, are refused")
+]
+Resamples = Annotated[int, typer.Option(metavar="N", help="bootstrap resamples of the paired test")]

@@ -14,6 +14,8 @@ from typing import Any
 
 import typer
 
+from attnlab.flows.cli.options import Paired, Resamples
+from attnlab.flows.cli.paired import paired_block
 from attnlab.flows.cli.support import quiet, user_errors
 from attnlab.flows.tracking.errors import UserError
 from attnlab.lab.output_paths import check_output_file
@@ -241,10 +243,12 @@ def compare(
     inputs: list[str] = typer.Option(
         [], "--input", metavar="TEXT", help="with --plot: an input to draw (repeat; default: the first run's plotted test input)"
     ),
+    paired: Paired = False,
+    resamples: Resamples = 1000,
     json_output: bool = typer.Option(False, "--json", help="print one JSON object"),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="show MLflow's logs"),
 ) -> None:
-    """Compare runs side by side: the params that differ and the test metrics; --plot draws their attention."""
+    """Compare runs side by side: the params that differ, the test metrics and a paired test against the first run; --plot draws their attention."""
     quiet(verbose)
     with user_errors():
         if len(run_ids) < 2:
@@ -259,7 +263,9 @@ def compare(
         names = {run.info.experiment_id: client.get_experiment(run.info.experiment_id).name for run in found}
         records = [run_record(run, names[run.info.experiment_id]) for run in found]
         compared = comparison(records)
-        text = format_comparison(compared)
+        significance, block = paired_block(client, records, paired, resamples)
+        compared.update(significance)
+        text = format_comparison(compared) + "\n\n" + block
         if plot is not None:
             from attnlab.evaluation.run_compare import run_label
             from attnlab.lab.run_records import short_id

@@ -27,6 +27,7 @@ import mlflow
 from attnlab.data.examples import sample_predictions
 from attnlab.data.splits import Splits
 from attnlab.evaluation.metrics import Evaluation
+from attnlab.evaluation.significance import OUTCOME_COLUMNS, OUTCOMES_ARTIFACT
 from attnlab.flows.tracking.mlflow_ui import experiment_tags
 from attnlab.flows.tracking.store import Store, already_exists
 from attnlab.lab.config import ExperimentConfig
@@ -218,8 +219,9 @@ def evaluation_metrics(evaluation: Evaluation) -> dict[str, float]:
 
 def log_evaluation(client: MlflowClient, run_id: str, evaluation: Evaluation, extra: dict[str, float]) -> None:
     """Test metrics, per-length accuracy (as metrics with step = shortest length of the bucket,
-    so MLflow draws accuracy over length) and the tables per_length, predictions and (for a
-    model that attends, on a task with alignments) alignment_offsets."""
+    so MLflow draws accuracy over length) and the tables per_length, predictions (a sample),
+    test_outcomes (every test source's outcome, for paired tests) and (for a model that attends,
+    on a task with alignments) alignment_offsets."""
     now = int(time.time() * 1000)
     metrics = [Metric(k, v, now, 0) for k, v in {**evaluation_metrics(evaluation), **extra}.items()]
     for row in evaluation.per_length.itertuples(index=False):
@@ -228,6 +230,7 @@ def log_evaluation(client: MlflowClient, run_id: str, evaluation: Evaluation, ex
     client.log_batch(run_id, metrics=metrics)
     client.log_table(run_id, evaluation.per_length, "tables/per_length.json")
     client.log_table(run_id, sample_predictions(evaluation.predictions), "tables/predictions.json")
+    client.log_table(run_id, evaluation.predictions[list(OUTCOME_COLUMNS)], OUTCOMES_ARTIFACT)  # every source: paired tests
     if evaluation.alignment_offsets is not None:
         client.log_table(run_id, evaluation.alignment_offsets, "tables/alignment_offsets.json")
 

@@ -149,3 +149,19 @@ def test_the_promotion_score_is_the_evaluation_exact_match():
     assert score_exact_match(result.model, result.splits.test) == full
     wrong = [type(ex)(ex.source, ex.target + "x", ex.alignment) for ex in result.splits.test]
     assert score_exact_match(result.model, wrong) == 0.0
+
+
+def test_each_source_outcome_adds_up_to_the_error_rates():
+    """The per-source outcomes a run logs for paired tests (edits to the closest reference and
+    its tokens) sum to the token error rate; a source with two references is one row."""
+    from attnlab.model.assembly import build_model, build_task
+
+    torch.manual_seed(42)
+    config = ExperimentConfig(task="reverse", hidden_size=7, embedding_dim=7)
+    model = build_model(config, build_task(config))
+    examples = [Example("123", "321", None), Example("123", "32", None), Example("4567", "7654", None), Example("89", "98", None)]
+    evaluation = evaluate(model, examples)
+    frame = evaluation.predictions
+    assert list(frame["source"]) == ["123", "4567", "89"] and (frame["edits"] > 0).any()
+    assert frame["edits"].sum() / frame["tokens"].sum() == pytest.approx(evaluation.metrics["token_error_rate"])
+    assert 1 - frame["correct"].mean() == pytest.approx(evaluation.metrics["sequence_error_rate"])

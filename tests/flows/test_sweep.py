@@ -63,7 +63,19 @@ def check_linked_sweep(store: Path, summary: dict) -> None:
     artifacts = (store / "artifacts").as_uri()
     assert all(run.info.artifact_uri.startswith(artifacts) for run in [parent, *children])
     assert _artifacts(client, parent.info.run_id, "plots") == PLOTS
-    assert _artifacts(client, parent.info.run_id, "tables") == {"tables/comparison.json", "tables/runs.json"}
+    assert _artifacts(client, parent.info.run_id, "tables") == {"tables/comparison.json", "tables/runs.json", "tables/significance.json"}
+    # Each arm against the best, paired within each seed (reversal draws each seed's own test split).
+    marks = summary["significance"]["reverse"]
+    assert marks["best"] in ("dot", "additive") and "paired within each seed" in marks["pooling"] and marks["level"] == 0.05
+    (other,) = [arm for arm in marks["arms"] if arm["label"] != marks["best"]]
+    outcomes = [
+        Path(client.download_artifacts(c.info.run_id, "tables/test_outcomes.json"))
+        for c in children
+        if c.data.tags["scorer"] == other["label"]
+    ]
+    assert other["seeds"] == [0, 1] and other["items"] == sum(len(json.loads(path.read_text())["data"]) for path in outcomes)
+    assert set(other["measures"]) == {"exact_match", "sequence_error_rate", "token_error_rate"}
+    assert f"against the best arm ({marks['best']}): paired bootstrap, 1,000 resamples" in summary["text"]
     # The data splits: once per distinct data set (one per seed) on the parent, named by each run.
     shared = {
         f.path for folder in _artifacts(client, parent.info.run_id, "data") for f in client.list_artifacts(parent.info.run_id, folder)
