@@ -15,6 +15,19 @@ A decoder plugin subclasses :class:`Decoder` and is registered under ``attnlab.d
 - **step(tokens long [B], state, memory, src_mask) -> (logits [B, V], state, AttentionOutput)**:
   one step; logits are unnormalised, the attention's weights [B, 1, Ls] or None (the ``none``
   scorer).
+- **Incremental decoding** (optional): greedy decoding, beam search, ``attnlab predict`` and the
+  served model all decode through ``start`` and ``step``, one token at a time. A decoder whose
+  next output depends on the whole prefix (self-attention) may keep the prefix itself as its
+  state, long [B, t], and run all t + 1 positions again at every step: that works, at a cost
+  growing with t. It may instead keep what its layers computed for the earlier positions, e.g.
+  each layer's self-attention keys and values [B, 2, heads, t, head_dim] (fairseq's
+  ``incremental_state``, Hugging Face's ``past_key_values``), and run the new position alone, as
+  the built-in ``transformer`` does. Either way the state is the tuple of batch-first tensors
+  above, nothing more: after every step beam search keeps the best hypotheses by
+  ``state[i].index_select(0, parents)`` (the surviving hypotheses' indices), and the erasure
+  tests repeat it, so a cache held there follows its hypotheses with no hook to write. Every
+  model built checks that ``forward``'s logits equal the steps', which a cache that drops or
+  misplaces a position fails.
 - **forward(tgt_in [B, Lt], memory, src_mask, need_weights=True) -> DecoderOutput(logits [B, Lt,
   V], weights [B, Lt, Ls] or None, head_weights, layer_weights)**: teacher forcing, ``tgt_in`` =
   SOS then the target without EOS. The default runs :meth:`Decoder.step`; an override must give

@@ -19,9 +19,11 @@ with the source mask False at those positions, so the scorer's softmax renormali
 over the remaining positions and the context is their weighted sum (a multi-head scorer
 renormalises every head). Nothing else changes: the encoder's outputs, the previous steps and
 the gold previous token are those of the unerased pass. For the ``rnn`` decoder this replaces
-exactly the one attention distribution the step reports; the ``transformer`` decoder's step
-re-reads its prefix, so there the positions are hidden from the cross-attention of every layer
-for that step's prediction.
+exactly the one attention distribution the step reports; the ``transformer`` decoder's step runs
+the new position over its cache of the earlier positions' keys and values (those of the unerased
+pass), so there the positions are hidden from the cross-attention of every layer at that
+position. (Before the transformer kept a cache, its step ran the whole prefix again with the
+erased mask, hiding them at the earlier positions too: its erasure figures from then measure that.)
 
 Per probe, over the steps it applies to: the **flip rate** ``erasure_flip_<probe>`` (share of
 steps whose predicted character, the argmax of the logits, changes) and the **mean probability

@@ -6,7 +6,7 @@ src_mask bool [B, Ls]; logits [B, Lt, V]; weights [B, Lt, Ls].
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -14,7 +14,8 @@ from torch import Tensor, nn
 
 from attnlab.plugins._attentive_recurrence import attentive_gru_scan, attentive_step
 from attnlab.plugins._recurrence import gru_cell
-from attnlab.plugins.attention import Attention, AttentionOutput
+from attnlab.plugins.attention import AttentionOutput
+from attnlab.plugins.builtin.transformer_decoder_layer import TransformerDecoderLayer
 from attnlab.plugins.builtin.transformer_input import TransformerInput, check_transformer_options
 from attnlab.plugins.decoder import AttentionFactory, Decoder, DecoderOutput, State, cat_steps
 from attnlab.plugins.encoder import EncoderOutput
@@ -161,34 +162,6 @@ class RNNDecoder(Decoder):
         return DecoderOutput(logits, weights.transpose(0, 1) if need_weights else None)
 
 
-class _TransformerDecoderLayer(nn.Module):
-    """Pre-norm layer: masked self-attention, cross-attention through the scorer, feed-forward."""
-
-    def __init__(self, size: int, heads: int, feedforward_dim: int, dropout: float, cross: Attention) -> None:
-        super().__init__()
-        self.self_norm = nn.LayerNorm(size)
-        self.self_attn = nn.MultiheadAttention(size, heads, dropout=dropout, batch_first=True)
-        self.cross_norm = nn.LayerNorm(size)
-        self.cross = cross
-        self.cross_out = nn.Linear(cross.output_dim, size)
-        self.ff_norm = nn.LayerNorm(size)
-        self.ff = nn.Sequential(nn.Linear(size, feedforward_dim), nn.ReLU(), nn.Dropout(dropout), nn.Linear(feedforward_dim, size))
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, x: Tensor, causal: Tensor, memory: Tensor, src_mask: Tensor, need_weights: bool) -> tuple[Tensor, AttentionOutput]:
-        """x [B, Lt, size], causal bool [Lt, Lt] (True = blocked), memory [B, Ls, D]."""
-        h = self.self_norm(x)
-        x = x + self.dropout(self.self_attn(h, h, h, attn_mask=causal, need_weights=False)[0])
-        h = self.cross_norm(x)
-        if need_weights:
-            attn: AttentionOutput = self.cross(h, memory, memory, src_mask)
-        else:
-            attn = AttentionOutput(self.cross.context_only(h, memory, memory, src_mask), None)
-        x = x + self.dropout(self.cross_out(attn.context))
-        x = x + self.dropout(self.ff(self.ff_norm(x)))
-        return x, attn
-
-
 class TransformerDecoder(TransformerInput, Decoder):
     """Transformer decoder: masked self-attention plus cross-attention through the chosen scorer.
 
@@ -202,7 +175,16 @@ class TransformerDecoder(TransformerInput, Decoder):
         feedforward_dim: inner size of the feed-forward blocks (default 2 * hidden_size).
         dropout: dropout inside the layers (default 0.1).
         max_length: longest target (default 512).
+
+    Decoding is incremental: the state holds each layer's self-attention keys and values of the
+    positions decoded so far, so a step runs the new position alone. The attribute ``use_cache``
+    (default True; not an option, not saved) set to False makes every step run the whole prefix
+    again instead, the decoding before the cache: the reference the cached steps are checked
+    against (``tests/plugins/test_incremental_decoding.py``, ``benchmarks/bench_decoding.py``).
+    Set it before :meth:`start`: the two states differ.
     """
+
+    use_cache: bool = True
 
     def __init__(
         self, vocab_size: int, embedding_dim: int, hidden_size: int, memory_dim: int, make_attention: AttentionFactory,
@@ -214,7 +196,7 @@ class TransformerDecoder(TransformerInput, Decoder):
         self._init_input(vocab_size, embedding_dim, hidden_size, max_length)
         self.summary_proj = nn.Linear(memory_dim, hidden_size)
         self.layers = nn.ModuleList(
-            _TransformerDecoderLayer(hidden_size, heads, feedforward_dim, dropout, make_attention(hidden_size, memory_dim))
+            TransformerDecoderLayer(hidden_size, heads, feedforward_dim, dropout, make_attention(hidden_size, memory_dim))
             for _ in range(layers)
         )
         self.norm = nn.LayerNorm(hidden_size)
@@ -239,10 +221,32 @@ class TransformerDecoder(TransformerInput, Decoder):
         layers = torch.stack(weights, dim=1) if last.weights is not None else None
         return DecoderOutput(logits, last.weights, last.head_weights, layers)
 
+    def _layers(self) -> list[TransformerDecoderLayer]:
+        return cast("list[TransformerDecoderLayer]", list(self.layers))
+
     def start(self, memory: EncoderOutput, src_mask: Tensor) -> State:
-        return (memory.summary.new_zeros(memory.summary.shape[0], 0, dtype=torch.long),)
+        """Every layer's empty cache [B, 2, H, 0, Dh], first to last; with ``use_cache`` False the
+        empty prefix, long [B, 0]."""
+        batch = memory.summary.shape[0]
+        if not self.use_cache:
+            return (memory.summary.new_zeros(batch, 0, dtype=torch.long),)
+        return tuple(layer.empty_cache(batch, memory.summary) for layer in self._layers())
 
     def step(self, tokens: Tensor, state: State, memory: EncoderOutput, src_mask: Tensor) -> tuple[Tensor, State, AttentionOutput]:
+        """The next position over every layer's cache [B, 2, H, t, Dh]: its keys and values
+        are computed once, at the step that adds them (see :meth:`TransformerDecoderLayer.step`)."""
+        if not self.use_cache:
+            return self._reread_step(tokens, state, memory, src_mask)
+        x = self._embed(tokens.unsqueeze(1), "target", start=state[0].shape[3])  # [B, 1, size]
+        x = x + self.summary_proj(memory.summary).unsqueeze(1)
+        caches: list[Tensor] = []
+        for layer, cache in zip(self._layers(), state):
+            x, cache, attn = layer.step(x, cache, memory.outputs, src_mask)
+            caches.append(cache)
+        return self.out(self.norm(x[:, 0])), tuple(caches), attn
+
+    def _reread_step(self, tokens: Tensor, state: State, memory: EncoderOutput, src_mask: Tensor) -> tuple[Tensor, State, AttentionOutput]:
+        """The step without a cache: the state is the prefix long [B, t]; all t + 1 positions run again."""
         prefix = torch.cat([state[0], tokens.unsqueeze(1)], dim=1)  # [B, t + 1]
         logits, attns = self._run(prefix, memory, src_mask, need_weights=True)
         attn = attns[-1]

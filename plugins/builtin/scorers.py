@@ -167,16 +167,21 @@ class MultiHeadAttention(Attention):
         """[B, H, L, Dh] -> [B, L, H * Dh]."""
         return x.transpose(1, 2).reshape(x.shape[0], x.shape[2], -1)
 
+    def _per_source(self, name: str, keys: Tensor, project: nn.Linear) -> Tensor:
+        """``project(keys)`` split into heads, [B, H, Lk, Dh], once per source (``per_keys``) and
+        contiguous, so that every decoder step's batched products read it without a copy."""
+        return self.per_keys(name, keys, lambda x: self._split(project(x)).contiguous())
+
     def score(self, query: Tensor, keys: Tensor) -> Tensor:
         """Head-averaged energies [B, Lq, Lk] (for inspection; forward works per head)."""
         q = self._split(self.q_proj(query))
-        k = self.per_keys("k", keys, lambda x: self._split(self.k_proj(x)))
+        k = self._per_source("k", keys, self.k_proj)
         return (dot_scores(q, k) / math.sqrt(self.head_dim)).mean(dim=1)
 
     def forward(self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None = None) -> AttentionOutput:
         q = self._split(self.q_proj(query))  # [B, H, Lq, Dh]
-        k = self.per_keys("k", keys, lambda x: self._split(self.k_proj(x)))  # [B, H, Lk, Dh]
-        v = self.per_keys("v", values, lambda x: self._split(self.v_proj(x)))  # [B, H, Lk, Dh]
+        k = self._per_source("k", keys, self.k_proj)  # [B, H, Lk, Dh]
+        v = self._per_source("v", values, self.v_proj)
         head_weights = masked_softmax(dot_scores(q, k) / math.sqrt(self.head_dim), mask)
         dropped = F.dropout(head_weights, self.dropout, self.training)
         context = self.out_proj(self._merge(weighted_sum(dropped, v)))
@@ -186,8 +191,8 @@ class MultiHeadAttention(Attention):
         if query.shape[1] == 1:
             return self.forward(query, keys, values, mask).context
         q = self._split(self.q_proj(query))
-        k = self.per_keys("k", keys, lambda x: self._split(self.k_proj(x)))
-        v = self.per_keys("v", values, lambda x: self._split(self.v_proj(x)))
+        k = self._per_source("k", keys, self.k_proj)
+        v = self._per_source("v", values, self.v_proj)
         attn_mask = None if mask is None else mask[:, None, None, :]  # [B, 1, 1, Lk]
         heads = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=self.dropout if self.training else 0.0)
         context: Tensor = self.out_proj(self._merge(heads))

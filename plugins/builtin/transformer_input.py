@@ -51,12 +51,13 @@ class TransformerInput(nn.Module):
         self.project = nn.Linear(embedding_dim, hidden_size)
         self.register_buffer("positions", sinusoidal_positions(max_length, hidden_size), persistent=False)
 
-    def _embed(self, tokens: Tensor, side: str) -> Tensor:
-        """tokens long [B, L] -> [B, L, hidden_size]; ValueError beyond ``max_length``, naming
-        ``side`` ("source" for an encoder, "target" for a decoder)."""
-        length = tokens.shape[1]
+    def _embed(self, tokens: Tensor, side: str, start: int = 0) -> Tensor:
+        """tokens long [B, L] at positions ``start`` .. ``start + L - 1`` -> [B, L, hidden_size];
+        ValueError beyond ``max_length``, naming ``side`` ("source" for an encoder, "target" for a
+        decoder)."""
+        length = start + tokens.shape[1]
         if length > self.max_length:
             plugin = "encoder" if side == "source" else "decoder"
             raise ValueError(f"{side} length {length} exceeds this {plugin}'s max_length {self.max_length}")
         embedded: Tensor = self.project(self.embedding(tokens))
-        return embedded + self.positions[:length]
+        return embedded + self.positions[start:length]
