@@ -36,7 +36,7 @@ ENV_DEFAULTS = {
     "MLFLOW_HTTP_REQUEST_TIMEOUT": "15",
     # torch's idle threads sleep instead of spinning (read by OpenMP when torch loads): on a busy
     # machine spinning threads took the cores from the threads with work, 60x slower epochs (see
-    # attnlab.training.threads). Results are the same.
+    # attnlab.ops.threads). Results are the same.
     "OMP_WAIT_POLICY": "PASSIVE",
 }
 

@@ -17,7 +17,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from attnlab.flows import epoch_hooks, tune_jobs, tune_results, tune_study
-from attnlab.flows.flow_runs import ending_status, is_interrupt
+from attnlab.flows.flow_runs import ending_status, flow_run_tags, is_interrupt
 from attnlab.flows.services import prefect_watch
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking import store, tune_runs
@@ -74,7 +74,9 @@ def tune_flow(
     study = tune_study.open_study(storage_url, study_name, searched, base.epochs)
     store.check_store(store.use_store())
     client = MlflowClient()
-    parent_run_id = tune_runs.parent_run(client, experiment, study_name, base, searched, study.user_attrs.get(tune_study.PARENT_ATTR))
+    parent_run_id = tune_runs.parent_run(
+        client, experiment, study_name, base, searched, study.user_attrs.get(tune_study.PARENT_ATTR), flow_run_tags()
+    )
     study.set_user_attr(tune_study.PARENT_ATTR, parent_run_id)
     stale = tune_study.end_interrupted(study)  # left RUNNING by a tune that was stopped
     if stale:

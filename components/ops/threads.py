@@ -64,9 +64,8 @@ def chosen_threads(cores: int | None = None) -> tuple[int, str]:
     return threads_for_load(cores, busy), f"{busy:.1f} of {cores} cores busy with other work"
 
 
-def thread_params() -> dict[str, str]:
-    """How this process computes, as a run's params: torch's threads and OpenMP's wait policy
-    (passive unless the user chose otherwise)."""
-    import torch
-
-    return {"torch_threads": str(torch.get_num_threads()), "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "(OpenMP's default)")}
+def thread_params(torch_threads: int) -> dict[str, str]:
+    """How this process computes, as a run's params: torch's threads (``torch_threads``, what
+    ``torch.get_num_threads()`` says) and OpenMP's wait policy (passive unless the user chose
+    otherwise)."""
+    return {"torch_threads": str(torch_threads), "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "(OpenMP's default)")}

@@ -151,13 +151,13 @@ def run_training(
 
 
 def use_free_cores() -> int:
-    """Give torch the cores that other work leaves free (:func:`attnlab.training.threads.chosen_threads`);
+    """Give torch the cores that other work leaves free (:func:`attnlab.ops.threads.chosen_threads`);
     on a busy machine say so in one line. The threads chosen."""
     import os
 
     import torch
 
-    from attnlab.training.threads import chosen_threads
+    from attnlab.ops.threads import chosen_threads
 
     threads, why = chosen_threads()
     torch.set_num_threads(threads)

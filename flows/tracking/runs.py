@@ -41,9 +41,9 @@ from attnlab.lab.run_records import (
     SPLITS_TAG,
 )
 from attnlab.ops import stale_runs
+from attnlab.ops.threads import thread_params
 from attnlab.plugins import Task
 from attnlab.training.progress import PROGRESS_LOGGER
-from attnlab.training.threads import thread_params
 from mlflow import MlflowClient
 
 #: Per-epoch metrics from the training callback -> their MLflow names.
@@ -110,7 +110,9 @@ def start_run(client: MlflowClient, experiment_id: str, config: ExperimentConfig
     owner = stale_runs.owner_tags(stale_runs.this_host(), os.getpid(), time.time())
     tags = {**run_tags(config), **owner, **(extra_tags or {})}
     run_id = client.create_run(experiment_id, run_name=name, tags=tags).info.run_id
-    params = [Param(key, value) for key, value in {**config_params(config), **thread_params()}.items()]
+    import torch  # loaded already: the run trains
+
+    params = [Param(key, value) for key, value in {**config_params(config), **thread_params(torch.get_num_threads())}.items()]
     client.log_batch(run_id, params=params)
     import yaml  # lazy: only runs that start need it
 

@@ -14,7 +14,6 @@ import pandas as pd
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
 
-from attnlab.flows.flow_runs import flow_run_tags
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking import store
 from attnlab.flows.tracking.store import is_missing
@@ -41,10 +40,12 @@ def end_pruned(client: MlflowClient, run_id: str, why: str) -> None:
         client.set_terminated(run_id, "KILLED")
 
 
-def parent_run(client: MlflowClient, experiment: str, study: str, base: ExperimentConfig, space: Space, known: str | None) -> str:
+def parent_run(
+    client: MlflowClient, experiment: str, study: str, base: ExperimentConfig, space: Space, known: str | None, flow_tags: dict[str, str]
+) -> str:
     """The study's parent run: ``known`` (the id the study keeps) reopened RUNNING when it is
     still in the store, else a new one named after the arm and the study, with the base config
-    and the space as params."""
+    and the space as params and ``flow_tags`` (the Prefect flow run's) among its tags."""
     if known is not None:
         try:
             client.update_run(known, status="RUNNING")
@@ -54,7 +55,7 @@ def parent_run(client: MlflowClient, experiment: str, study: str, base: Experime
                 raise
     experiment_id = tracking.ensure_experiment(client, experiment, store.resolve_store())
     name = f"tune {base.scorer}/{base.encoder}/{base.decoder} on {base.task} {time.strftime('%m-%d %H:%M:%S')}"
-    tags = {PARENT_TAG: "parent", STUDY_TAG: study, **tracking.run_tags(base), **flow_run_tags()}
+    tags = {PARENT_TAG: "parent", STUDY_TAG: study, **tracking.run_tags(base), **flow_tags}
     run_id = client.create_run(experiment_id, run_name=name, tags=tags).info.run_id
     searched = space.as_dict()
     params = {**tracking.config_params(base), **{f"space.{k}": v for k, v in searched["space"].items()}}

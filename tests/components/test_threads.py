@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from attnlab.training.threads import busy_cores, chosen_threads, cpu_jiffies, threads_for_load
+from attnlab.ops.threads import busy_cores, chosen_threads, cpu_jiffies, threads_for_load
 
 
 @pytest.mark.parametrize(
