@@ -9,7 +9,7 @@ from torch import Tensor, nn
 
 from attnlab.data.vocab import Vocab
 from attnlab.lab.config import ExperimentConfig
-from attnlab.model.task_choice import build_task  # noqa: F401  re-exported: the model's task
+from attnlab.model.task_choice import build_task as build_task  # re-exported: the model's task
 from attnlab.plugins import (
     Attention,
     Decoder,
