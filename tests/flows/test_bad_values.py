@@ -7,7 +7,7 @@ import re
 
 import pytest
 import torch
-from _flowkit import TINY, assert_one_line_error, client_for
+from _flowkit import TINY, assert_one_line_error, client_for, is_phase_line
 
 from attnlab.flows.cli import app as cli
 
@@ -90,7 +90,9 @@ def test_a_diverging_training_ends_with_one_line_and_a_failed_run(capsys, empty_
     assert code == 1 and out == ""
     # What attnlab says (Prefect's own INFO lines aside, which an in-process run under the test
     # harness shows): its header, progress inside the first epoch, then one error line.
-    lines = [line for line in err.splitlines() if line.strip() and not re.match(r"\d\d:\d\d:\d\d\.\d+ \| ", line)]
+    lines = [
+        line for line in err.splitlines() if line.strip() and not re.match(r"\d\d:\d\d:\d\d\.\d+ \| ", line) and not is_phase_line(line)
+    ]
     assert lines[0].startswith("training scaled_dot/gru/rnn on date"), err
     assert "Traceback" not in err and all(line.startswith("epoch ") for line in lines[1:-1]), err  # Prefect printed two tracebacks
     assert lines[-1].startswith("attnlab: error: training diverged: loss grew to ")

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _flowkit import client_for
+from _flowkit import client_for, is_progress_line
 
 ATTNLAB = str(Path(sys.executable).with_name("attnlab"))
 OPTIONS = ["--epochs", "1", "--train-size", "200", "--hidden-size", "16", "--embedding-dim", "8",
@@ -40,9 +40,11 @@ def trained_on(world: Path, run_id: str) -> set[tuple[str, str]]:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    """A store and a cache holding the data of seeds 0 and 1, each from a first run; (folder,
-    {seed: (its data file, what its first run trained on)})."""
+    """A store and a cache holding the data of seeds 0 and 1, each from a first run after the one
+    that drew the registered model's benchmark (data is keyed by the benchmark it leaves out);
+    (folder, {seed: (its data file, what its first run trained on)})."""
     folder = tmp_path_factory.mktemp("cache-faults")
+    train(folder, 2)
     files = {}
     for seed in (0, 1):
         before = set((folder / "cache" / "datasets").glob("*.json"))
@@ -91,7 +93,7 @@ def test_a_damaged_cache_file_is_generated_again_in_one_line_and_the_run_trains_
     notices = [line for line in lines if line.startswith("the data cache file ")]
     assert len(notices) == 1, lines
     assert notices[0].startswith(f"the data cache file {path} {told}") and notices[0].endswith(": generating the data again")
-    assert all(line.startswith(("training ", "epoch ", "the data cache file ")) for line in lines), lines
+    assert all(is_progress_line(line) or line.startswith("the data cache file ") for line in lines), lines
     assert trained_on(folder, run_id) == first_data  # seed 0's data, as its first run had
     key = json.loads(path.read_text())["key"]
     assert entry_problem(path, key) is None  # the file is whole again
