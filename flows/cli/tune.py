@@ -35,8 +35,8 @@ from attnlab.flows.cli.options import (
 )
 from attnlab.flows.cli.support import (
     build_config,
-    check_config,
     environ_set,
+    err_line,
     fail,
     failures_quietly,
     interrupts_quietly,
@@ -116,9 +116,10 @@ def check_candidates(base, space) -> None:
     naming the candidate for the first problem."""
     from attnlab.model.assembly import build_model, build_task
     from attnlab.plugins import PluginError
+    from attnlab.training.preflight import check_config
     from attnlab.tuning.space import apply_values, describe_values, extreme_values
 
-    check_config(base)
+    check_config(base, err_line)
     task = build_task(base)
     for values in extreme_values(space):
         try:
@@ -131,8 +132,8 @@ def run_tune(space_file: Path, trials: int, timeout_text: str | None, source: Co
              max_parallel: int | None, runner: str, dask_address: str | None, experiment: str | None, verbose: bool) -> dict[str, Any]:  # fmt: skip
     """Check everything, then run the tune flow on the chosen runner; its summary."""
     from attnlab.flows.cli.sweep import check_runner, task_runner, watched
-    from attnlab.flows.cli.train import check_start
     from attnlab.lab.names import check_name, experiment_name
+    from attnlab.training.preflight import check_start
     from attnlab.tuning.trials import parse_duration, study_name
 
     check_runner(runner, dask_address, max_parallel)
