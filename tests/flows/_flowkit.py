@@ -118,6 +118,7 @@ class TrainProcess:
         self.whole_epoch = whole_epoch
         self.lines: list[str] = []
         self.epoch_one = threading.Event()
+        self._news = threading.Event()  # the first epoch's line, or the end of stderr (the process exited)
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
@@ -126,6 +127,14 @@ class TrainProcess:
             self.lines.append(line.rstrip("\n"))
             if line.startswith("epoch   1/") and (not self.whole_epoch or " train_loss " in line and "step" not in line):
                 self.epoch_one.set()
+                self._news.set()
+        self._news.set()
+
+    def reached_epoch_one(self, timeout: float = 600) -> bool:
+        """Whether the first epoch's line came: waits for it, or for the process to close its
+        stderr before it (it ended), ``timeout`` s at most (only a hang guard)."""
+        self._news.wait(timeout)
+        return self.epoch_one.is_set()
 
     def wait(self, timeout: float) -> int:
         """Its exit status; kills it and fails the test when it runs longer than ``timeout``."""

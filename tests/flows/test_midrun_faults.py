@@ -40,7 +40,7 @@ class Train(TrainProcess):
         super().__init__(args, full, cache.parent, whole_epoch=True)
 
     def wait_for_epoch_one(self) -> None:
-        if not self.epoch_one.wait(600):  # a hang guard: the event is the epoch line
+        if not self.reached_epoch_one():
             self.process.kill()
             pytest.fail("no first epoch:\n" + self.stderr)
 
