@@ -74,8 +74,10 @@ def is_phase_line(line: str) -> bool:
 
 def is_progress_line(line: str) -> bool:
     """Whether ``line`` is one of a train command's progress lines on stderr (its start, its
-    benchmark, its epochs, a long phase going on), none of them an error."""
-    return line.startswith(("training ", "resuming run ", "benchmark of ", "epoch ")) or is_phase_line(line)
+    benchmark, the threads it takes on a busy machine, its epochs, a long phase going on), none of
+    them an error."""
+    starts = ("training ", "resuming run ", "benchmark of ", "busy machine (", "epoch ")
+    return line.startswith(starts) or is_phase_line(line)
 
 
 def assert_one_line_error(err: str, *needles: str) -> None:
