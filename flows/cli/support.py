@@ -207,18 +207,3 @@ def failures_quietly(verbose: bool) -> Iterator[None]:
     finally:
         for logger in loggers:
             logger.removeFilter(noise)
-
-
-@contextmanager
-def environ_set(**values: str) -> Iterator[None]:
-    """Set environment variables for the duration (for the processes started meanwhile)."""
-    saved = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value

@@ -33,7 +33,6 @@ from attnlab.flows.cli.options import (
 )
 from attnlab.flows.cli.support import (
     build_config,
-    environ_set,
     err_line,
     fail,
     failures_quietly,
@@ -43,6 +42,7 @@ from attnlab.flows.cli.support import (
     user_errors,
 )
 from attnlab.flows.tracking.errors import UserError
+from attnlab.flows.tracking.store import environ_set
 from attnlab.lab.output_paths import check_output_folder
 from attnlab.lab.sweep_options import parse_bands, parse_names, parse_seeds
 

@@ -35,7 +35,6 @@ from attnlab.flows.cli.options import (
 )
 from attnlab.flows.cli.support import (
     build_config,
-    environ_set,
     err_line,
     fail,
     failures_quietly,
@@ -45,6 +44,7 @@ from attnlab.flows.cli.support import (
     user_errors,
 )
 from attnlab.flows.tracking.errors import UserError
+from attnlab.flows.tracking.store import environ_set
 from attnlab.lab.output_paths import check_output_file
 
 #: The config flags ``attnlab tune`` takes (the arm, the data and each trial's budget).

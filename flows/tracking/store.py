@@ -65,11 +65,11 @@ def use_store(store: Store | None = None) -> Store:
 
 
 @contextlib.contextmanager
-def _quick_http(timeout: float) -> Iterator[None]:
-    """Fail fast instead of MLflow's default 7 retries with back-off and 120 s timeout."""
-    names = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": str(max(1, round(timeout)))}
-    saved = {name: os.environ.get(name) for name in names}
-    os.environ.update(names)
+def environ_set(**values: str) -> Iterator[None]:
+    """Set environment variables for the duration (for the processes started meanwhile), then
+    put back what was there."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
     try:
         yield
     finally:
@@ -78,6 +78,11 @@ def _quick_http(timeout: float) -> Iterator[None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def _quick_http(timeout: float) -> contextlib.AbstractContextManager[None]:
+    """Fail fast instead of MLflow's default 7 retries with back-off and 120 s timeout."""
+    return environ_set(MLFLOW_HTTP_REQUEST_MAX_RETRIES="0", MLFLOW_HTTP_REQUEST_TIMEOUT=str(max(1, round(timeout))))
 
 
 def reason(exc: BaseException) -> str:
