@@ -32,7 +32,6 @@ from prefect import flow, get_run_logger, task
 from prefect.runtime import flow_run
 from prefect.states import Failed
 
-from attnlab.evaluation.benchmark import DEFAULT_SIZE
 from attnlab.flows import model_steps
 from attnlab.flows import steps as tasks
 from attnlab.flows.flow_runs import ending_status, flow_run_tags
@@ -46,14 +45,11 @@ from attnlab.lab.config import ExperimentConfig
 from attnlab.lab.errors import UserError
 from attnlab.ops.challenger import challenger_seed
 from attnlab.ops.data_change import unchanged_reason
-from attnlab.ops.promotion import Decision, check_margin
+from attnlab.ops.promotion import BENCHMARK_SIZE, DEFAULT_MARGIN, Decision, check_margin
 from attnlab.ops.retention import DEFAULT_KEEP, check_keep
 from attnlab.ops.threads import thread_share
 from attnlab.plugins import PluginError
 from mlflow import MlflowClient
-
-#: Benchmark examples drawn by a model's first promotion (later ones reuse that set).
-BENCHMARK_SIZE = DEFAULT_SIZE
 
 
 def fresh_seed() -> int:
@@ -116,7 +112,7 @@ def check_parameters(margin: float, benchmark_size: int, keep: int) -> None:
 )
 def retrain_flow(
     config: ExperimentConfig = ExperimentConfig(),
-    margin: float = 0.0,
+    margin: float = DEFAULT_MARGIN,
     benchmark_size: int = BENCHMARK_SIZE,
     seed: int | None = None,
     experiment: str | None = None,

@@ -17,7 +17,6 @@ from typing import Any
 
 from prefect import flow
 
-from attnlab.evaluation.benchmark import DEFAULT_SIZE
 from attnlab.flows import steps as tasks
 from attnlab.flows.flow_runs import flow_run_tags
 from attnlab.flows.resume_run import reopen_run
@@ -25,6 +24,7 @@ from attnlab.flows.run_closing import tracked_run
 from attnlab.flows.run_steps import Plan, Promotion, run_steps
 from attnlab.flows.tracking import store
 from attnlab.lab.config import ExperimentConfig
+from attnlab.ops.promotion import BENCHMARK_SIZE, DEFAULT_MARGIN
 from attnlab.training.timing import Stopwatch
 from mlflow import MlflowClient
 
@@ -41,8 +41,8 @@ def train_flow(
     parent_run_id: str | None = None,
     probe: list[str] | None = None,
     probe_gold: list[list[int]] | None = None,
-    margin: float = 0.0,
-    benchmark_size: int = DEFAULT_SIZE,
+    margin: float = DEFAULT_MARGIN,
+    benchmark_size: int = BENCHMARK_SIZE,
     command: str = "train",
     compare: list[str] | None = None,
     log_model: bool = True,

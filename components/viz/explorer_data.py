@@ -23,6 +23,7 @@ from typing import Any
 from attnlab.data.splits import encode_examples
 from attnlab.evaluation.metrics import decode_texts
 from attnlab.lab.config import ExperimentConfig
+from attnlab.lab.metric_catalogue import EXPLORER, shown_in
 from attnlab.model.assembly import Seq2Seq
 from attnlab.plugins import Example
 from attnlab.viz.explorer_snapshots import FIRST_EPOCH_SNAPSHOTS, SnapshotRecorder, first_epoch_steps, snapshot_label
@@ -37,7 +38,6 @@ __all__ = [
     "PROBE_EXAMPLES",
     "RUN_EXAMPLES",
     "SCHEMA_VERSION",
-    "SHOWN_METRICS",
     "SWEEP_EXAMPLES",
     "WEIGHT_BUDGET",
     "SnapshotRecorder",
@@ -75,8 +75,6 @@ SWEEP_EXAMPLES = 20
 WEIGHT_BUDGET = 120_000
 #: Examples viewed first while filling a page; their size says how many more fit the budget.
 BUDGET_BATCH = 50
-#: Metrics shown beside a model's name, when the evaluation has them.
-SHOWN_METRICS = ("exact_match", "char_accuracy", "alignment_accuracy", "alignment_within_one")
 SCHEMA_VERSION = 1
 
 
@@ -149,10 +147,11 @@ def describe(config: ExperimentConfig) -> str:
 
 
 def shown_metrics(metrics: Mapping[str, float]) -> dict[str, float]:
-    """The metrics shown beside a model's name (:data:`SHOWN_METRICS`, finite ones; a ``test_``
-    prefix is dropped)."""
+    """The metrics shown beside a model's name (the metric catalogue's ``explorer`` place, finite
+    ones), by name (a ``test_`` prefix is dropped)."""
     plain = {name.removeprefix("test_"): value for name, value in metrics.items()}
-    return {name: float(plain[name]) for name in SHOWN_METRICS if name in plain and math.isfinite(float(plain[name]))}
+    names = [m.name for m in shown_in(EXPLORER)]
+    return {name: float(plain[name]) for name in names if name in plain and math.isfinite(float(plain[name]))}
 
 
 def model_entry(

@@ -18,6 +18,7 @@ from attnlab.flows.cli.options import CONFIG_FLAGS, DEFAULT_SOURCE, ConfigSource
 from attnlab.flows.cli.server import PREFECT_PORT, server
 from attnlab.flows.cli.support import build_config, err_line, quiet, sigterm_as_interrupt, user_errors
 from attnlab.flows.tracking.errors import UserError
+from attnlab.ops.promotion import BENCHMARK_SIZE, DEFAULT_MARGIN
 from attnlab.ops.retention import DEFAULT_KEEP, keep_problem
 
 FLOW_NAME = "attnlab-retrain"
@@ -118,10 +119,10 @@ def schedule(
         None, metavar="NAME", help="deployment name (default: the registered model's name without 'attnlab-', e.g. date)"
     ),
     margin: float = typer.Option(
-        0.0, metavar="FLOAT", help="exact-match difference on the benchmark a challenger must exceed (0: strictly better)"
+        DEFAULT_MARGIN, metavar="FLOAT", help="exact-match difference on the benchmark a challenger must exceed (0: strictly better)"
     ),
     benchmark_size: int = typer.Option(
-        500, metavar="N", help="examples of the benchmark set (used when the registered model has none yet)"
+        BENCHMARK_SIZE, metavar="N", help="examples of the benchmark set (used when the registered model has none yet)"
     ),
     work_pool: str | None = typer.Option(None, metavar="NAME", help="deploy to this work pool (workers run it) instead of serving here"),
     max_concurrent: int = typer.Option(
