@@ -43,7 +43,7 @@ def column_key(kind: str, name: str) -> str:
     return f"{kind}.`{name}`"
 
 
-def runs_view_state() -> dict:
+def runs_view_state() -> dict[str, list[str] | dict[str, int]]:
     """The saved view's state: the runs table's columns, their order and widths."""
     keys = [column_key(kind, name) for kind, name, _ in RUNS_COLUMNS]
     widths = {column_key(kind, name): width for kind, name, width in RUNS_COLUMNS if width}
