@@ -45,7 +45,7 @@ def resume_lock(run_id: str) -> Iterator[None]:
     if not re.fullmatch(r"[0-9A-Za-z_-]{1,64}", run_id):
         raise UserError(f"--resume {run_id!r}: not a run id (the 32 hex digits 'attnlab runs' shows)")
     where = store.resolve_store()
-    folder = (where.folder if where.embedded else cache_root()) / "locks"
+    folder = (where.folder if where.folder is not None else cache_root()) / "locks"
     folder.mkdir(parents=True, exist_ok=True)
     owner = folder / f"attnlab-resume-{run_id}.owner"
     lock = FileLock(folder / f"attnlab-resume-{run_id}.lock", timeout=0)

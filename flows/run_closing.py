@@ -113,7 +113,7 @@ def surroundings(where: store.Store, workdir: Path, checkpoint: Path, artifacts:
     """What :func:`attnlab.ops.faults.diagnose` needs to know of a run that stopped: the free space of
     the folders it writes to, whether the store's artifacts folder (``artifacts``: its identity
     when the run started) was deleted since, whether Prefect's server was lost."""
-    folders = [workdir, checkpoint.parent, *([where.folder] if where.embedded else [])]
+    folders = [workdir, checkpoint.parent, *([where.folder] if where.folder is not None else [])]
     free = {}
     for folder in folders:
         existing = next((p for p in (folder, *folder.parents) if p.exists()), None)

@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from prefect.futures import PrefectFuture
+
 from attnlab.flows.services import prefect_watch
 from attnlab.flows.tracking.sweep_reruns import child_runs, end_lost_worker_run
 from attnlab.flows.worker_pool import lost_worker
@@ -36,7 +38,7 @@ GRACE = 10.0
 #: (label, config, resume key) of one run to train.
 Job = tuple[str, ExperimentConfig, str | None]
 #: Submits one job to the task runner; its future.
-Submit = Callable[[str, ExperimentConfig, str | None], Any]
+Submit = Callable[[str, ExperimentConfig, str | None], PrefectFuture[dict[str, Any]]]
 
 
 def run_all(submit: Submit, jobs: list[Job], max_parallel: int, parent_run_id: str, report_every: float = 30.0) -> list[dict[str, Any]]:
@@ -45,8 +47,8 @@ def run_all(submit: Submit, jobs: list[Job], max_parallel: int, parent_run_id: s
     server was lost meanwhile (see the module docstring)."""
     client = MlflowClient()
     pending = list(enumerate(jobs))
-    finished: queue.Queue = queue.Queue()
-    running: dict[Any, tuple[int, str, ExperimentConfig]] = {}
+    finished: queue.Queue[PrefectFuture[dict[str, Any]]] = queue.Queue()
+    running: dict[PrefectFuture[dict[str, Any]], tuple[int, str, ExperimentConfig]] = {}
     outcomes: dict[int, dict[str, Any]] = {}
     report_at, lost_at = time.monotonic() + report_every, None
     while pending or running:
@@ -76,7 +78,9 @@ def run_all(submit: Submit, jobs: list[Job], max_parallel: int, parent_run_id: s
     return [outcomes[i] for i in range(len(jobs))]
 
 
-def _outcome(client: MlflowClient, parent_run_id: str, future, label: str, config: ExperimentConfig) -> dict[str, Any]:
+def _outcome(
+    client: MlflowClient, parent_run_id: str, future: PrefectFuture[dict[str, Any]], label: str, config: ExperimentConfig
+) -> dict[str, Any]:
     """A finished future as ``{label, seed, task, status, summary | error}``; the run of a worker
     that died is ended FAILED here."""
     base = {"label": label, "seed": config.seed, "task": config.task}

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import optuna
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
+from prefect.futures import PrefectFuture
 
 from attnlab.flows import epoch_hooks, tune_jobs, tune_results, tune_study
 from attnlab.flows.flow_runs import ending_status, flow_run_tags, is_interrupt
@@ -83,7 +85,7 @@ def tune_flow(
         tune_runs.end_running_trials(client, parent_run_id, "KILLED", "the tune that ran this trial was stopped", set(stale))
     tune_jobs.STOP.clear()
 
-    def submit(trial, config: ExperimentConfig):
+    def submit(trial: optuna.trial.Trial, config: ExperimentConfig) -> PrefectFuture[dict[str, Any]]:
         link = tune_study.TrialLink(
             storage_url, study_name, trial._trial_id, trial.number, searched.objective, searched.pruner, base.epochs
         )
@@ -101,7 +103,7 @@ def tune_flow(
             "tracking_uri": store.resolve_store().tracking_uri, "started": started, "resumed": held > 0, **summary}  # fmt: skip
 
 
-def _abandon(client: MlflowClient, study, parent_run_id: str, exc: BaseException) -> None:
+def _abandon(client: MlflowClient, study: optuna.Study, parent_run_id: str, exc: BaseException) -> None:
     """End a tune that ``exc`` stopped: its workers stopped (an interrupt), its trials' runs
     KILLED and Optuna trials FAIL as interrupted, its parent run KILLED or FAILED."""
     from attnlab.flows.sweep_flow import _stop_workers

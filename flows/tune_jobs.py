@@ -17,10 +17,12 @@ from collections.abc import Callable
 from typing import Any
 
 import optuna
+from prefect.futures import PrefectFuture
 
 from attnlab.flows import tune_study
 from attnlab.flows.tracking import tune_runs
 from attnlab.flows.worker_pool import lost_worker
+from attnlab.lab.config import ExperimentConfig
 from attnlab.tuning.space import Space, apply_values
 from attnlab.tuning.trials import INTERRUPTED, Pruned, trial_value, trials_left
 from mlflow import MlflowClient
@@ -34,17 +36,17 @@ TICK = 1.0
 STOP = threading.Event()
 
 #: Submits one trial (its Optuna trial, its config) to the task runner; its future.
-Submit = Callable[[optuna.trial.Trial, Any], Any]
+Submit = Callable[[optuna.trial.Trial, ExperimentConfig], PrefectFuture[dict[str, Any]]]
 
 
-def run_trials(study: optuna.Study, space: Space, base, total: int, timeout: float | None, max_parallel: int, submit: Submit,
+def run_trials(study: optuna.Study, space: Space, base: ExperimentConfig, total: int, timeout: float | None, max_parallel: int, submit: Submit,
                parent_run_id: str) -> int:  # fmt: skip
     """Train trials until the study holds ``total`` counted trials or ``timeout`` seconds have
     passed (trials under way then finish); the number of trials started."""
     started, begun = time.monotonic(), 0
     distributions = tune_study.distributions(space)
-    finished: queue.Queue = queue.Queue()
-    running: dict[Any, optuna.trial.Trial] = {}
+    finished: queue.Queue[PrefectFuture[dict[str, Any]]] = queue.Queue()
+    running: dict[PrefectFuture[dict[str, Any]], optuna.trial.Trial] = {}
     left = trials_left(total, tune_study.records(study))
     while True:
         while left > 0 and len(running) < max_parallel and (timeout is None or time.monotonic() - started < timeout):
@@ -65,7 +67,7 @@ def run_trials(study: optuna.Study, space: Space, base, total: int, timeout: flo
         left = min(left, trials_left(total, tune_study.records(study), len(running)))
 
 
-def tell(study: optuna.Study, trial: optuna.trial.Trial, future, objective: str, parent_run_id: str) -> bool:
+def tell(study: optuna.Study, trial: optuna.trial.Trial, future: PrefectFuture[dict[str, Any]], objective: str, parent_run_id: str) -> bool:
     """Tell the study how ``trial`` (its ``future``) ended, and log a line; False when it does
     not count (its worker was lost)."""
     number = trial.number

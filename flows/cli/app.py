@@ -9,6 +9,7 @@ mlflow) are imported inside the commands that need them, after the log levels ar
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import typer
 import typer.core
@@ -24,12 +25,15 @@ from attnlab.flows.cli import train as train_cli
 from attnlab.flows.cli import tune as tune_cli
 from attnlab.flows.cli.support import PROG
 
+if TYPE_CHECKING:  # the click that typer vendors, whose TyperGroup this app's group extends
+    from typer._click import Context, HelpFormatter
+
 
 class _WholeSentenceGroup(typer.core.TyperGroup):
     """Lists each command with the whole first sentence of its help, wrapped to the terminal
     (click cuts it to what fits on one line and ends it with "...")."""
 
-    def format_commands(self, ctx, formatter) -> None:
+    def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
         rows = []
         for name in self.list_commands(ctx):
             command = self.get_command(ctx, name)
@@ -82,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
             typer.echo(ctx.get_help() if ctx is not None else "usage: attnlab COMMAND", err=True)
             return 2
         where = ctx.command_path if ctx is not None else PROG
-        typer.echo(f"{PROG}: error: {exc.format_message()} (see '{where} --help')", err=True)
+        message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        typer.echo(f"{PROG}: error: {message} (see '{where} --help')", err=True)
         return int(getattr(exc, "exit_code", 2) or 2)
     except typer.Abort:
         typer.echo(f"{PROG}: aborted", err=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -19,6 +19,13 @@ from attnlab.flows.cli.paired import paired_block
 from attnlab.flows.cli.support import quiet, user_errors
 from attnlab.flows.tracking.errors import UserError
 from attnlab.lab.output_paths import check_output_file
+
+if TYPE_CHECKING:
+    from mlflow.entities import Run
+
+    from attnlab.flows.tracking.store import Store
+    from attnlab.model.predict import Prediction
+    from mlflow import MlflowClient
 
 
 def register(app: typer.Typer) -> None:
@@ -30,7 +37,7 @@ def register(app: typer.Typer) -> None:
 # --------------------------------------------------------------------------- MLflow queries
 
 
-def open_store(writable: bool = False):
+def open_store(writable: bool = False) -> tuple[Store, MlflowClient]:
     """(store, client) of the store this process uses, checked (for reading only unless
     ``writable``); UserError when the embedded store holds nothing yet."""
     from attnlab.flows.tracking import store_guard
@@ -38,7 +45,7 @@ def open_store(writable: bool = False):
     from mlflow import MlflowClient
 
     store = resolve_store()
-    if store.embedded and not (store.folder / "mlflow.db").exists():
+    if store.folder is not None and not (store.folder / "mlflow.db").exists():
         store_guard.check_not_lost(store.folder)  # the database is lost, not yet to be made
         raise UserError(f"no MLflow store at {store.folder} yet (no run was logged there); train a model first: attnlab train")
     check_store(store, writable=writable)
@@ -46,7 +53,7 @@ def open_store(writable: bool = False):
     return store, MlflowClient(store.tracking_uri)
 
 
-def run_record(run, experiment: str | None) -> dict[str, Any]:
+def run_record(run: Run, experiment: str | None) -> dict[str, Any]:
     """An MLflow run as the plain dict the core's tables take (see :mod:`attnlab.ops.run_listing`)."""
     return {
         "run_id": run.info.run_id,
@@ -60,7 +67,7 @@ def run_record(run, experiment: str | None) -> dict[str, Any]:
     }
 
 
-def chosen_experiments(client, store, experiment: str | None, task: str | None) -> dict[str, str]:
+def chosen_experiments(client: MlflowClient, store: Store, experiment: str | None, task: str | None) -> dict[str, str]:
     """Experiment id -> name: ``experiment``, else ``attnlab-<task>``, else (neither given) every
     experiment of the store. UserError naming the experiments there when the one asked for is not."""
     if experiment is not None and task is not None:
@@ -70,7 +77,7 @@ def chosen_experiments(client, store, experiment: str | None, task: str | None) 
         return every
     from attnlab.lab.names import experiment_name
 
-    name = experiment if experiment is not None else experiment_name(task)
+    name = experiment if task is None else experiment_name(task)  # one of them is given
     found = {key: value for key, value in every.items() if value == name}
     if not found:
         names = ", ".join(sorted(every.values())) or "none"
@@ -78,18 +85,17 @@ def chosen_experiments(client, store, experiment: str | None, task: str | None) 
     return found
 
 
-def recent_runs(client, experiments: dict[str, str], statuses: tuple[str, ...], limit: int) -> list[dict[str, Any]]:
+def recent_runs(client: MlflowClient, experiments: dict[str, str], statuses: tuple[str, ...], limit: int) -> list[dict[str, Any]]:
     """The newest ``limit`` runs of ``experiments`` (with one of ``statuses`` when given) as run
     records, newest first: one query (one per status: MLflow's filter has no OR)."""
     filters = [f"attributes.status = '{status}'" for status in statuses] or [""]
-    found = []
-    for where in filters:
-        found += client.search_runs(list(experiments), where, max_results=limit, order_by=["attributes.start_time DESC"])
+    newest_first = ["attributes.start_time DESC"]
+    found = [run for where in filters for run in client.search_runs(list(experiments), where, max_results=limit, order_by=newest_first)]
     found.sort(key=lambda run: run.info.start_time or 0, reverse=True)
     return [run_record(run, experiments.get(run.info.experiment_id)) for run in found[:limit]]
 
 
-def champion_runs(client, records: list[dict[str, Any]]) -> dict[str, str | None]:
+def champion_runs(client: MlflowClient, records: list[dict[str, Any]]) -> dict[str, str | None]:
     """The run ids of the model versions holding the champion alias of the registered models of
     ``records`` (tag ``attnlab.model_name``; ``attnlab-<task>`` for a run logged before it),
     each with why its model cannot be loaded (as the last promotion found it), or None."""
@@ -140,7 +146,7 @@ def runs(
     typer.echo(json.dumps(payload, ensure_ascii=False) if json_output else text)
 
 
-def _listing(experiment: str | None, task: str | None, statuses: tuple[str, ...], limit: int) -> tuple[dict, str]:
+def _listing(experiment: str | None, task: str | None, statuses: tuple[str, ...], limit: int) -> tuple[dict[str, Any], str]:
     from attnlab.ops.run_listing import format_runs, run_row
 
     store, client = open_store()
@@ -155,7 +161,7 @@ def _listing(experiment: str | None, task: str | None, statuses: tuple[str, ...]
     return payload, text
 
 
-def _stale(experiment: str | None, task: str | None, end: bool) -> tuple[dict, str]:
+def _stale(experiment: str | None, task: str | None, end: bool) -> tuple[dict[str, Any], str]:
     from attnlab.flows.tracking.runs import end_stale_runs, find_stale_runs
     from attnlab.ops.run_listing import format_stale, stale_row
 
@@ -176,7 +182,7 @@ def _stale(experiment: str | None, task: str | None, end: bool) -> tuple[dict, s
 # --------------------------------------------------------------------------- attnlab compare
 
 
-def find_runs(client, store, given: list[str]) -> list:
+def find_runs(client: MlflowClient, store: Store, given: list[str]) -> list[Run]:
     """The MLflow runs of ``given`` ids, or of unique prefixes of them (as ``attnlab runs`` shows);
     one UserError naming every id that matches no run or more than one
     (:func:`attnlab.ops.run_ids.find_runs`)."""
@@ -187,7 +193,7 @@ def find_runs(client, store, given: list[str]) -> list:
 
     experiments: list[str] = []
 
-    def by_id(key: str):
+    def by_id(key: str) -> Run | None:
         try:
             return client.get_run(key)
         except MlflowException as exc:
@@ -195,7 +201,7 @@ def find_runs(client, store, given: list[str]) -> list:
                 raise
             return None
 
-    def by_prefix(key: str) -> list:
+    def by_prefix(key: str) -> list[Run]:
         if not experiments:
             experiments.extend(e.experiment_id for e in client.search_experiments())
         return client.search_runs(experiments, run_ids.prefix_filter(key), max_results=2) if experiments else []
@@ -203,9 +209,9 @@ def find_runs(client, store, given: list[str]) -> list:
     return run_ids.find_runs(given, by_id, by_prefix, store.tracking_uri)
 
 
-def default_inputs(client, run_id: str) -> tuple[list[str], list]:
+def default_inputs(client: MlflowClient, run_id: str) -> tuple[list[str], list[Any]]:
     """The first input the train flow plotted for ``run_id`` (its ``attention/weights.json``) and
-    its gold alignment (None when the record has none)."""
+    its gold alignment as the record has it (JSON; None when it has none)."""
     import mlflow.artifacts
     from mlflow.exceptions import MlflowException
 
@@ -217,12 +223,12 @@ def default_inputs(client, run_id: str) -> tuple[list[str], list]:
         raise UserError(f"run {run_id} logged no attention inputs; give the inputs with --input TEXT") from None
 
 
-def predictions_of(run_ids: list[str], inputs: list[str]) -> list[list]:
+def predictions_of(run_ids: list[str], inputs: list[str]) -> list[list[Prediction]]:
     """Each run's model (loaded as ``attnlab predict`` loads ``runs:/<id>/model``) on ``inputs``:
     ``[input][run]`` predictions. UserError naming the run when a model refuses an input."""
     from attnlab.flows.api import load_run_predictor
 
-    by_run = []
+    by_run: list[list[Prediction]] = []
     for run_id in run_ids:
         try:
             predictor = load_run_predictor(run_id)

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import os
 import time
+from typing import TYPE_CHECKING
 
 import typer
 
 from attnlab.flows.cli.support import fail, sigterm_as_interrupt
+
+if TYPE_CHECKING:
+    from attnlab.flows.services.servers import Server
 
 PREFECT_PORT = 4200
 MLFLOW_PORT = 5000
@@ -29,8 +33,9 @@ def server(
     from attnlab.flows.tracking.store import resolve_store
     from attnlab.lab.service_options import timeout_problem
 
-    if timeout_problem(timeout):
-        raise fail(timeout_problem(timeout))
+    problem = timeout_problem(timeout)
+    if problem:
+        raise fail(problem)
     host = servers.HOST
     store = resolve_store()
     remote = not store.embedded and store.tracking_uri.startswith(("http://", "https://"))
@@ -97,7 +102,7 @@ def check_ports(host: str, prefect_port: int, mlflow_port: int | None) -> None:
             raise fail(f"cannot listen on {host}:{port} ({flag}): {problem}; choose another with {flag}")
 
 
-def watch(running: list) -> None:
+def watch(running: list[Server]) -> None:
     """Wait, checking every second, until one of the ``running`` servers stops: ServerFailed
     naming it, its status, its last log line and its log."""
     from attnlab.flows.services import servers

@@ -9,8 +9,9 @@ line on stderr and exit status 2, found before anything is created.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -21,10 +22,16 @@ from attnlab.flows.tracking.errors import UserError
 from attnlab.ops.promotion import BENCHMARK_SIZE, DEFAULT_MARGIN
 from attnlab.ops.retention import DEFAULT_KEEP, keep_problem
 
+if TYPE_CHECKING:
+    from prefect.schedules import Schedule
+
+    from attnlab.flows.tracking.store import Store
+    from attnlab.lab.config import ExperimentConfig
+
 FLOW_NAME = "attnlab-retrain"
 
 
-def register(app) -> None:
+def register(app: typer.Typer) -> None:
     """Add ``schedule`` and ``server`` (:mod:`attnlab.flows.cli.server`) to the ``attnlab`` app."""
     app.command()(schedule)
     app.command()(server)
@@ -33,7 +40,7 @@ def register(app) -> None:
 # --------------------------------------------------------------------------- schedule
 
 
-def check_schedule(cron: str, timezone: str) -> Any:
+def check_schedule(cron: str, timezone: str) -> Schedule:
     """The Prefect cron schedule; UserError for a bad cron string or time zone."""
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -103,10 +110,10 @@ def check_work_pool(name: str, url: str) -> None:
             raise UserError(f"no work pool {name!r} on {url}; create it first: prefect work-pool create {name} --type process") from None
 
 
-def store_env(store) -> dict[str, str]:
+def store_env(store: Store) -> dict[str, str]:
     """The environment that points flow runs at ``store`` wherever they start (absolute paths:
     a worker's runs start in a temporary folder)."""
-    if store.embedded:
+    if store.folder is not None:
         return {"ATTNLAB_MLFLOW_DIR": str(store.folder)}
     return {"MLFLOW_TRACKING_URI": store.tracking_uri}
 
@@ -158,7 +165,7 @@ def schedule(
     os.environ.update(store_env(store))
     if user_level is None:  # runs log at INFO (Prefect UI and this terminal); a level the user set wins
         os.environ["PREFECT_LOGGING_LEVEL"] = "INFO"
-    from prefect.deployments.runner import EntrypointType
+    from prefect.types.entrypoint import EntrypointType
 
     deployment = name or config.registered_model().removeprefix("attnlab-")
     parameters = {"config": config.model_dump(mode="json"), "margin": margin, "benchmark_size": benchmark_size, "experiment": experiment,
@@ -174,7 +181,7 @@ def schedule(
         serve_here(deployment, settings, created, lines)
 
 
-def check_surroundings(config, experiment: str | None, work_pool: str | None) -> tuple[str, Any, int]:
+def check_surroundings(config: ExperimentConfig, experiment: str | None, work_pool: str | None) -> tuple[str, Store, int]:
     """(Prefect's API URL, the MLflow store, the training examples of each run), each checked to
     answer, once the config's plugins, the experiment name, the device and the work pool are
     checked; UserError for the first problem."""
@@ -206,7 +213,7 @@ def check_retrain_settings(margin: float, benchmark_size: int, keep: int) -> Non
         raise UserError(f"--{keep_problem(keep)}")
 
 
-def training_data(config, train_size: int, retrain_always: bool) -> str:
+def training_data(config: ExperimentConfig, train_size: int, retrain_always: bool) -> str:
     """What each run trains on: fresh examples, or a file's (and when a tick trains at all)."""
     path = config.task_options.get("path")
     if not path:
@@ -216,7 +223,7 @@ def training_data(config, train_size: int, retrain_always: bool) -> str:
 
 
 def schedule_lines(
-    config,
+    config: ExperimentConfig,
     train_size: int,
     tracking_uri: str,
     margin: float,
@@ -240,12 +247,14 @@ def schedule_lines(
     ]
 
 
-def deploy_to_pool(work_pool: str, store, settings: dict[str, Any], created: str, lines: list[str]) -> None:
+def deploy_to_pool(work_pool: str, store: Store, settings: dict[str, Any], created: str, lines: list[str]) -> None:
     """Create the deployment on ``work_pool`` (its workers run the flow), then say so."""
     from attnlab.flows.retrain_flow import retrain_flow
 
     with user_errors():
-        retrain_flow.to_deployment(work_pool_name=work_pool, job_variables={"env": store_env(store)}, **settings).apply()
+        deployment = retrain_flow.to_deployment(work_pool_name=work_pool, job_variables={"env": store_env(store)}, **settings)
+        assert not inspect.isawaitable(deployment)  # Prefect answers a caller outside an event loop at once
+        deployment.apply()
     typer.echo(created)
     typer.echo("\n".join(lines))
     typer.echo(f"start a worker where attnlab is installed: prefect worker start --pool {work_pool}")

@@ -33,12 +33,12 @@ def relocate_store() -> str:
     from attnlab.flows.tracking.store import resolve_store
 
     store = resolve_store()
-    if not store.embedded:
+    folder = store.folder  # None for a tracking server
+    if folder is None:
         raise UserError(
             f"'attnlab store relocate' works on the embedded store, not on {store.tracking_uri}; "
             "unset MLFLOW_TRACKING_URI and set ATTNLAB_MLFLOW_DIR to the copied store's folder"
         )
-    folder = store.folder
     store_guard.check_not_lost(folder)
     if not (folder / "mlflow.db").is_file():
         raise UserError(f"no MLflow store at {folder} to relocate; point ATTNLAB_MLFLOW_DIR at the copied or moved store's folder")

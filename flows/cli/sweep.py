@@ -14,7 +14,7 @@ import socket
 from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import typer
@@ -45,6 +45,12 @@ from attnlab.flows.tracking.errors import UserError
 from attnlab.flows.tracking.store import environ_set
 from attnlab.lab.output_paths import check_output_folder
 from attnlab.lab.sweep_options import parse_bands, parse_names, parse_seeds
+
+if TYPE_CHECKING:
+    from prefect.task_runners import TaskRunner
+
+    from attnlab.flows.services.prefect_server import Handle
+    from attnlab.lab.config import ExperimentConfig
 
 RUNNERS = ("process", "thread", "dask")
 
@@ -80,8 +86,9 @@ def check_cluster_stores(address: str) -> None:
         raise UserError(f"--dask-address {address}: {problem}")
 
 
-def task_runner(runner: str, max_parallel: int, dask_address: str | None):
+def task_runner(runner: str, max_parallel: int, dask_address: str | None) -> TaskRunner[Any]:
     """The Prefect task runner of ``--runner`` (a local Dask cluster when no address)."""
+    # Any: each runner has its own kind of future, and Prefect's TaskRunner is invariant in it.
     if runner == "thread":
         from prefect.task_runners import ThreadPoolTaskRunner
 
@@ -90,7 +97,7 @@ def task_runner(runner: str, max_parallel: int, dask_address: str | None):
         from attnlab.flows.worker_pool import SeparateWorkersTaskRunner
 
         return SeparateWorkersTaskRunner(max_workers=max_parallel)
-    from prefect_dask import DaskTaskRunner
+    from prefect_dask.task_runners import DaskTaskRunner
 
     if dask_address:
         return DaskTaskRunner(address=dask_address)
@@ -181,20 +188,10 @@ def copy_plots(parent_run_id: str, folder: Path) -> list[str]:
 
 
 def run_sweep(
-    grid_text: dict[str, str | None],
-    seeds_text: str,
-    source: ConfigSource,
-    max_parallel: int | None,
-    runner: str,
-    dask_address: str | None,
-    bands_text: str | None,
-    experiment: str | None,
-    verbose: bool = False,
-    register: bool = False,
-    log_models: bool = False,
-    example_plots: bool = False,
-    resume: bool = False,
-) -> dict[str, Any]:
+    grid_text: dict[str, str | None], seeds_text: str, source: ConfigSource, max_parallel: int | None, runner: str,
+    dask_address: str | None, bands_text: str | None, experiment: str | None, verbose: bool = False, register: bool = False,
+    log_models: bool = False, example_plots: bool = False, resume: bool = False,
+) -> dict[str, Any]:  # fmt: skip
     """Check everything, then run the sweep flow on the chosen runner; its summary."""
     check_runner(runner, dask_address, max_parallel)
     grid = {dim: names for dim, text in grid_text.items() if (names := parse_names(dim, text))}
@@ -240,7 +237,7 @@ def run_sweep(
         logging.getLogger("attnlab.sweep").removeHandler(handler)
 
 
-def watched(run: Callable[[], dict[str, Any]], server, verbose: bool) -> dict[str, Any]:
+def watched(run: Callable[[], dict[str, Any]], server: Handle | None, verbose: bool) -> dict[str, Any]:
     """``run()``'s value, Prefect's server (``server``: ours, or None) watched meanwhile; once it is
     lost, the sweep's one line, found among the errors Prefect raised reporting it, ends the command."""
     from attnlab.flows.services import prefect_watch
@@ -251,9 +248,11 @@ def watched(run: Callable[[], dict[str, Any]], server, verbose: bool) -> dict[st
             return run()
         except Exception as exc:
             told = next((cause for cause in causes(exc) if isinstance(cause, UserError)), None)
-            if told is exc or (told is None and (watch is None or watch.lost is None)):
-                raise
-            raise fail(str(told) if told is not None else f"lost Prefect's API server ({watch.lost}) as the sweep ended") from None
+            if told is not None and told is not exc:
+                raise fail(str(told)) from None
+            if told is None and watch is not None and watch.lost is not None:
+                raise fail(f"lost Prefect's API server ({watch.lost}) as the sweep ended") from None
+            raise
 
 
 def check_runner(runner: str, dask_address: str | None, max_parallel: int | None) -> None:
@@ -272,7 +271,7 @@ def checked_configs(
     source: ConfigSource,
     experiment: str | None,
     dask_address: str | None,
-) -> tuple[Any, list[Any]]:
+) -> tuple[ExperimentConfig, list[ExperimentConfig]]:
     """(the base config, every run's config), each combination checked as ``attnlab train`` checks
     its config, and the Dask cluster (when given) checked to reach the stores; UserError naming
     the combination for the first problem."""

@@ -7,7 +7,7 @@ import json
 import logging
 import time
 from contextlib import ExitStack, nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -25,6 +25,10 @@ from attnlab.flows.cli.support import (
     ui_hint,
     user_errors,
 )
+
+if TYPE_CHECKING:
+    from attnlab.flows.services.prefect_server import Handle
+    from attnlab.lab.config import ExperimentConfig
 
 
 def register(app: typer.Typer) -> None:
@@ -188,7 +192,9 @@ def resumed_config(run_id: str, held: ExitStack) -> tuple[Any, str]:
     return resumable_run(MlflowClient(), run_id)
 
 
-def run_flow(config, experiment: str | None, server, verbose: bool, json_output: bool, resume: str | None = None) -> dict[str, Any]:
+def run_flow(
+    config: ExperimentConfig, experiment: str | None, server: Handle | None, verbose: bool, json_output: bool, resume: str | None = None
+) -> dict[str, Any]:
     """The train flow's summary, its progress shown on stderr while it runs (``server``: the
     Prefect server this command started, watched meanwhile; None when there is none); one line
     and an exit status for a diverged training (1), a user's mistake (2) or an interrupt (130)."""

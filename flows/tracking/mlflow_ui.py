@@ -48,7 +48,7 @@ def runs_columns() -> tuple[tuple[str, str, int | None], ...]:
     return (*(("metrics", m.key, m.view_width) for m in shown_in(MLFLOW_VIEW)), *OTHER_COLUMNS)
 
 
-def runs_view_state() -> dict:
+def runs_view_state() -> dict[str, list[str] | dict[str, int]]:
     """The saved view's state: the runs table's columns, their order and widths."""
     columns = runs_columns()
     keys = [column_key(kind, name) for kind, name, _ in columns]
