@@ -87,7 +87,7 @@ def task_runner(runner: str, max_parallel: int, dask_address: str | None):
 
         return ThreadPoolTaskRunner(max_workers=max_parallel)
     if runner == "process":
-        from attnlab.flows.worker_pool import SeparateWorkersTaskRunner
+        from attnlab.flows.sweep.worker_pool import SeparateWorkersTaskRunner
 
         return SeparateWorkersTaskRunner(max_workers=max_parallel)
     from prefect_dask import DaskTaskRunner
@@ -209,7 +209,7 @@ def run_sweep(
     from attnlab.flows.tracking import store
 
     store.check_store(store.resolve_store())
-    from attnlab.flows.sweep_flow import sweep_flow
+    from attnlab.flows.sweep.sweep_flow import sweep_flow
 
     if server is not None and not server.wait():
         server = None  # Prefect has an API URL of its own

@@ -122,7 +122,7 @@ def run_training(
             sizes = check_config(config, err_line)
     with phase_lines("start", err_line):
         with watch("imports"):
-            from attnlab.flows.train_flow import train_flow  # noqa: F401  imported while Prefect boots
+            from attnlab.flows.run.train_flow import train_flow  # noqa: F401  imported while Prefect boots
 
             if server is not None:
                 preload()
@@ -179,7 +179,7 @@ def check_resume_alone(source: ConfigSource, experiment: str | None) -> None:
 def resumed_config(run_id: str, held: ExitStack) -> tuple[Any, str]:
     """The config and experiment of the stopped run ``run_id``, its resume lock entered on
     ``held`` first (UserError when another process resumes it, or it cannot resume)."""
-    from attnlab.flows.resume_run import resumable_run, resume_lock
+    from attnlab.flows.run.resume_run import resumable_run, resume_lock
     from attnlab.flows.tracking.store import use_store
     from mlflow import MlflowClient
 
@@ -192,10 +192,10 @@ def run_flow(config, experiment: str | None, server, verbose: bool, json_output:
     """The train flow's summary, its progress shown on stderr while it runs (``server``: the
     Prefect server this command started, watched meanwhile; None when there is none); one line
     and an exit status for a diverged training (1), a user's mistake (2) or an interrupt (130)."""
+    from attnlab.flows.run.train_flow import train_flow
     from attnlab.flows.services import prefect_watch
     from attnlab.flows.services.prefect_server import without_heartbeats
     from attnlab.flows.tracking.errors import UserError
-    from attnlab.flows.train_flow import train_flow
     from attnlab.ops.faults import causes
     from attnlab.training.loop import TrainingDiverged
 

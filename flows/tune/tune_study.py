@@ -140,7 +140,7 @@ class TrialLink:
 
 
 def reporter(link: TrialLink):
-    """An epoch listener (:mod:`attnlab.flows.epoch_hooks`) that reports each epoch's objective
+    """An epoch listener (:mod:`attnlab.flows.run.epoch_hooks`) that reports each epoch's objective
     to the trial and raises :class:`~attnlab.tuning.trials.Pruned` when the pruner stops it."""
     opened: list[optuna.trial.Trial] = []
 

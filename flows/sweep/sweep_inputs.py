@@ -9,7 +9,7 @@ from typing import Any
 
 from attnlab.data.datasets import load_splits
 from attnlab.data.examples import gold_alignments, pick_probe
-from attnlab.flows.steps import dataset
+from attnlab.flows.run.steps import dataset
 from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import build_task
 from attnlab.plugins import Example
