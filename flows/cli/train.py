@@ -7,7 +7,7 @@ import json
 import logging
 import time
 from contextlib import ExitStack, nullcontext
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
@@ -36,12 +36,14 @@ def register(app: typer.Typer) -> None:
 def train(
     source: ConfigSource = DEFAULT_SOURCE,
     experiment: Experiment = None,
-    resume: str | None = typer.Option(
-        None,
-        "--resume",
-        metavar="RUN_ID",
-        help="continue this stopped run (KILLED, FAILED, or cut off) from its last checkpoint, with its own config",
-    ),
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            "--resume",
+            metavar="RUN_ID",
+            help="continue this stopped run (KILLED, FAILED, or cut off) from its last checkpoint, with its own config",
+        ),
+    ] = None,
     json_output: JsonOutput = False,
     verbose: Verbose = False,
 ) -> None:
