@@ -68,7 +68,7 @@ def train(
         if server is not None:
             server.stop()
         raise
-    from attnlab.flows.train_flow import train_flow
+    from attnlab.flows.run.train_flow import train_flow
 
     if server is not None:
         server.wait()

@@ -32,9 +32,9 @@ from prefect import flow, get_run_logger, task
 from prefect.runtime import flow_run
 from prefect.states import Failed
 
-from attnlab.flows import model_steps
-from attnlab.flows import steps as tasks
-from attnlab.flows.flow_runs import ending_status, flow_run_tags
+from attnlab.flows.run import model_steps
+from attnlab.flows.run import steps as tasks
+from attnlab.flows.run.flow_runs import ending_status, flow_run_tags
 from attnlab.flows.tracking import promote as promotion
 from attnlab.flows.tracking import prune as retention
 from attnlab.flows.tracking import retrain_runs, store
@@ -181,7 +181,7 @@ def retrain(config: ExperimentConfig, name: str, experiment: str, run_id: str, s
     """The work of :func:`retrain_flow` inside its run: skip unchanged data, else train a
     challenger, promote it by the one rule and prune (``version`` gets the challenger's version
     as soon as it is registered); the summary's fields."""
-    from attnlab.flows.train_flow import train_flow  # by import, also in a served run's process
+    from attnlab.flows.run.train_flow import train_flow  # by import, also in a served run's process
     from attnlab.model.assembly import build_task
 
     logger = get_run_logger()

@@ -1,5 +1,8 @@
-"""The ``attnlab`` command: train (train_cli.py), predict (predict_cli.py), plugins and ui
-(plugins_cli.py), sweep (sweep_cli.py), schedule and server (service_cli.py), store (store_cli.py).
+"""The ``attnlab`` command: train (train.py), predict (predict.py), plugins and ui (plugins.py),
+sweep (sweep.py), tune (tune.py), schedule and server (service.py, server.py), runs and compare
+(runs.py), store relocate (store.py); each module adds its commands in ``register``. Every flag is
+a parameter declared ``Annotated[type, typer.Option(...)]``; a flag several commands take
+(``--json``, ``--verbose``, the config flags, the runners) is declared once in options.py.
 
 Every user mistake ends as one line on stderr (``attnlab: error: ...``) and exit status 2; a
 Ctrl-C during training ends the MLflow run KILLED and exits 130. Heavy libraries (torch, prefect,

@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from attnlab.flows.cli.options import JsonOutput
 from attnlab.flows.cli.support import fail
 
 if TYPE_CHECKING:
@@ -48,10 +49,10 @@ def plugin_table(check: bool = False) -> dict[str, list[dict[str, Any]]]:
 
 
 def plugins(
-    json_output: bool = typer.Option(False, "--json", help="print one JSON object"),
-    check: bool = typer.Option(
-        False, "--check", help="also run each plugin once on a tiny batch and check its contract (exit 1 if any is broken)"
-    ),
+    json_output: JsonOutput = False,
+    check: Annotated[
+        bool, typer.Option("--check", help="also run each plugin once on a tiny batch and check its contract (exit 1 if any is broken)")
+    ] = False,
 ) -> None:
     """List every installed plugin per group, with its distribution and its options (default and
     type); broken ones show their error.
@@ -95,9 +96,9 @@ def format_options(options: list[dict[str, Any]]) -> str:
 
 
 def ui(
-    host: str = typer.Option("127.0.0.1", metavar="HOST", help="interface to bind (keep 127.0.0.1 unless you mean to share it)"),
-    port: int = typer.Option(5000, min=1, max=65535, metavar="PORT", help="port"),
-    timeout: float = typer.Option(180.0, metavar="SECONDS", help="longest wait for the UI to answer before giving up"),
+    host: Annotated[str, typer.Option(metavar="HOST", help="interface to bind (keep 127.0.0.1 unless you mean to share it)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, metavar="PORT", help="port")] = 5000,
+    timeout: Annotated[float, typer.Option(metavar="SECONDS", help="longest wait for the UI to answer before giving up")] = 180.0,
 ) -> None:
     """Start the MLflow UI on the embedded store, print its links once it answers (Ctrl-C stops
     it)."""

@@ -10,6 +10,19 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from attnlab.flows.cli.options import (
+    Beams,
+    ChampionName,
+    ChampionTask,
+    ExplorerFile,
+    HeatmapFile,
+    JsonOutput,
+    ModelUri,
+    SkipBad,
+    Sources,
+    SourcesFile,
+    Verbose,
+)
 from attnlab.flows.cli.predict_outputs import check_outputs, save_heatmaps, write_page
 from attnlab.flows.cli.support import quiet, user_errors
 from attnlab.flows.tracking.errors import UserError
@@ -190,51 +203,23 @@ def predict_file(source: str, model: str | None, name: str, task: str, beam: int
 
 
 def predict(
-    texts: list[str] | None = typer.Argument(
-        None,
-        metavar="[TEXT]...",
-        help="source strings, e.g. 25-12-2023; a lone '-' reads them from stdin as --file - does",
-        show_default=False,
-    ),
-    model: str | None = typer.Option(
-        None, metavar="URI", help="MLflow model URI (models:/NAME@ALIAS, models:/NAME/VERSION, runs:/ID/model) or a bundle folder"
-    ),
-    task: str = typer.Option("date", metavar="NAME", help="task whose champion to use when --model is not given"),
-    model_name: str | None = typer.Option(
-        None,
-        "--model-name",
-        metavar="NAME",
-        help="registered model whose champion to use when --model is not given (default: attnlab-<task>), e.g. attnlab-pairs-lexicon",
-    ),
-    plot: Path | None = typer.Option(
-        None, metavar="FILE.png", help="save the attention heatmap here (PNG; FILE-N.png for several inputs; missing folders are created)"
-    ),
-    html: Path | None = typer.Option(
-        None,
-        metavar="FILE.html",
-        help="write the interactive attention explorer for the inputs here (one self-contained page; missing folders are created)",
-    ),
-    file: str | None = typer.Option(
-        None,
-        "--file",
-        metavar="PATH",
-        help="read the sources from PATH, one a line ('-': stdin); blank lines are skipped; decoded 256 lines at a time, each batch printed as it is done",
-    ),
-    skip_bad: bool = typer.Option(
-        False,
-        "--skip-bad",
-        help="with --file: skip refused lines (each named on stderr with its line number, then a count) instead of refusing the whole input",
-    ),
-    beam_size: str | None = typer.Option(
-        None, "--beam-size", metavar="N", help="decode by beam search with N beams (1..100; default 1 = greedy)"
-    ),
-    json_output: bool = typer.Option(False, "--json", help="print one JSON object (with --file: one a line)"),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="show MLflow's logs"),
+    texts: Sources = None,
+    model: ModelUri = None,
+    task: ChampionTask = "date",
+    model_name: ChampionName = None,
+    plot: HeatmapFile = None,
+    html: ExplorerFile = None,
+    file: SourcesFile = None,
+    skip_bad: SkipBad = False,
+    beam_size: Beams = None,
+    json_output: JsonOutput = False,
+    verbose: Verbose = False,
 ) -> None:
     """Predict with a trained model: one line per input (default: the task's champion).
 
     The sources are the arguments, or the lines of --file PATH ('-': stdin). A refused source
-    refuses the whole input before anything is printed; with --file, --skip-bad goes on instead.
+    refuses the whole input before anything is printed; with --file, --skip-bad goes on instead,
+    and --json prints one object a line.
     """
     quiet(verbose)
     with user_errors():

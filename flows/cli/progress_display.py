@@ -4,7 +4,7 @@ loss, time left) or, when stderr is not a terminal or with ``--json``, a plain l
 at each quarter of the epoch (:class:`attnlab.training.progress.PeriodicLines`).
 
 Steps arrive as records of the ``attnlab.training.progress.steps`` logger carrying ``step_progress`` (see
-:func:`attnlab.flows.steps.train`); stdout is never written.
+:func:`attnlab.flows.run.steps.train`); stdout is never written.
 """
 
 from __future__ import annotations

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from attnlab.flows.cli.options import Paired, Resamples
+from attnlab.flows.cli.options import JsonOutput, Paired, Resamples, Verbose
 from attnlab.flows.cli.paired import paired_block
 from attnlab.flows.cli.support import quiet, user_errors
 from attnlab.flows.tracking.errors import UserError
@@ -113,18 +113,21 @@ def champion_runs(client: MlflowClient, records: list[dict[str, Any]]) -> dict[s
 
 
 def runs(
-    experiment: str | None = typer.Option(None, metavar="NAME", help="MLflow experiment (default: attnlab-<task>)"),
-    task: str | None = typer.Option(None, metavar="NAME", help="list the experiment attnlab-<task> (default: date)"),
-    limit: int = typer.Option(20, min=1, max=50000, metavar="N", help="show the newest N runs"),
-    status: list[str] = typer.Option(
-        [], metavar="STATUS", help="only runs with this status (RUNNING, FINISHED, FAILED, KILLED, SCHEDULED); repeat or comma-separate"
-    ),
-    stale: bool = typer.Option(
-        False, "--stale", help="list the RUNNING runs whose process is gone (every experiment unless --experiment/--task)"
-    ),
-    end: bool = typer.Option(False, "--end", help="with --stale: end those runs FAILED"),
-    json_output: bool = typer.Option(False, "--json", help="print one JSON object"),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="show MLflow's logs"),
+    experiment: Annotated[str | None, typer.Option(metavar="NAME", help="MLflow experiment (default: attnlab-<task>)")] = None,
+    task: Annotated[str | None, typer.Option(metavar="NAME", help="list the experiment attnlab-<task> (default: date)")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=50000, metavar="N", help="show the newest N runs")] = 20,
+    status: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="STATUS", help="only runs with this status (RUNNING, FINISHED, FAILED, KILLED, SCHEDULED); repeat or comma-separate"
+        ),
+    ] = None,
+    stale: Annotated[
+        bool, typer.Option("--stale", help="list the RUNNING runs whose process is gone (every experiment unless --experiment/--task)")
+    ] = False,
+    end: Annotated[bool, typer.Option("--end", help="with --stale: end those runs FAILED")] = False,
+    json_output: JsonOutput = False,
+    verbose: Verbose = False,
 ) -> None:
     """List recent runs: status, plugins, test metrics, the champion marked; --stale: runs left RUNNING by a dead process."""
     quiet(verbose)
@@ -132,7 +135,7 @@ def runs(
         from attnlab.ops.run_listing import check_statuses
 
         try:
-            statuses = check_statuses(status)
+            statuses = check_statuses(status or ())
         except ValueError as exc:
             raise UserError(str(exc)) from None
         if end and not stale:
@@ -242,17 +245,19 @@ def predictions_of(run_ids: list[str], inputs: list[str]) -> list[list[Predictio
 
 
 def compare(
-    run_ids: list[str] = typer.Argument(..., metavar="RUN", help="run ids, or their first characters as 'attnlab runs' shows them"),
-    plot: Path | None = typer.Option(
-        None, metavar="FILE.png", help="draw every run's attention on the same inputs in one figure (missing folders are created)"
-    ),
-    inputs: list[str] = typer.Option(
-        [], "--input", metavar="TEXT", help="with --plot: an input to draw (repeat; default: the first run's plotted test input)"
-    ),
+    run_ids: Annotated[list[str], typer.Argument(metavar="RUN", help="run ids, or their first characters as 'attnlab runs' shows them")],
+    plot: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE.png", help="draw every run's attention on the same inputs in one figure (missing folders are created)"),
+    ] = None,
+    inputs: Annotated[
+        list[str] | None,
+        typer.Option("--input", metavar="TEXT", help="with --plot: an input to draw (repeat; default: the first run's plotted test input)"),
+    ] = None,
     paired: Paired = False,
     resamples: Resamples = 1000,
-    json_output: bool = typer.Option(False, "--json", help="print one JSON object"),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="show MLflow's logs"),
+    json_output: JsonOutput = False,
+    verbose: Verbose = False,
 ) -> None:
     """Compare runs side by side: the params that differ, the test metrics and a paired test against the first run; --plot draws their attention."""
     quiet(verbose)

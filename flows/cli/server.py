@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -22,9 +22,13 @@ MLFLOW_PORT = 5000
 
 
 def server(
-    prefect_port: int = typer.Option(PREFECT_PORT, min=1, max=65535, metavar="PORT", help="port of the Prefect server (API and UI)"),
-    mlflow_port: int = typer.Option(MLFLOW_PORT, min=1, max=65535, metavar="PORT", help="port of the MLflow server (UI and tracking)"),
-    timeout: float = typer.Option(180.0, metavar="SECONDS", help="longest wait for both servers to answer"),
+    prefect_port: Annotated[
+        int, typer.Option(min=1, max=65535, metavar="PORT", help="port of the Prefect server (API and UI)")
+    ] = PREFECT_PORT,
+    mlflow_port: Annotated[
+        int, typer.Option(min=1, max=65535, metavar="PORT", help="port of the MLflow server (UI and tracking)")
+    ] = MLFLOW_PORT,
+    timeout: Annotated[float, typer.Option(metavar="SECONDS", help="longest wait for both servers to answer")] = 180.0,
 ) -> None:
     """Start a local Prefect server and MLflow server on 127.0.0.1 (for 'attnlab schedule' on one
     machine); print their URLs and the exports; Ctrl-C stops both."""

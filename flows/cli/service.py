@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -120,33 +120,41 @@ def store_env(store: Store) -> dict[str, str]:
 
 @config_command(*(field for field in CONFIG_FLAGS if field != "seed"))  # a retrain draws a fresh seed
 def schedule(
-    cron: str = typer.Option(..., metavar="'MIN HOUR DAY MONTH WEEKDAY'", help="when to retrain, e.g. '0 3 * * *' (03:00 every day)"),
-    timezone: str = typer.Option("UTC", metavar="TZ", help="time zone of the cron expression (IANA name)"),
-    name: str | None = typer.Option(
-        None, metavar="NAME", help="deployment name (default: the registered model's name without 'attnlab-', e.g. date)"
-    ),
-    margin: float = typer.Option(
-        DEFAULT_MARGIN, metavar="FLOAT", help="exact-match difference on the benchmark a challenger must exceed (0: strictly better)"
-    ),
-    benchmark_size: int = typer.Option(
-        BENCHMARK_SIZE, metavar="N", help="examples of the benchmark set (used when the registered model has none yet)"
-    ),
-    work_pool: str | None = typer.Option(None, metavar="NAME", help="deploy to this work pool (workers run it) instead of serving here"),
-    max_concurrent: int = typer.Option(
-        1, metavar="N", help="runs of this deployment at once, anywhere (each takes 1/N of its machine's cores)"
-    ),
-    when_busy: str = typer.Option(
-        "skip", metavar="skip|queue", help="a tick that finds N runs still going: skip it (its run is cancelled) or queue it"
-    ),
-    keep: int = typer.Option(
-        DEFAULT_KEEP,
-        metavar="N",
-        help="model versions kept after each run: the newest N (at least 2), the champion and the one before it; "
-        "older ones are deleted from the registry (their runs and files stay)",
-    ),  # fmt: skip
-    retrain_always: bool = typer.Option(
-        False, "--retrain-always", help="retrain at every tick, also on a file that the champion or the last retrain already trained on"
-    ),
+    cron: Annotated[str, typer.Option(metavar="'MIN HOUR DAY MONTH WEEKDAY'", help="when to retrain, e.g. '0 3 * * *' (03:00 every day)")],
+    timezone: Annotated[str, typer.Option(metavar="TZ", help="time zone of the cron expression (IANA name)")] = "UTC",
+    name: Annotated[
+        str | None,
+        typer.Option(metavar="NAME", help="deployment name (default: the registered model's name without 'attnlab-', e.g. date)"),
+    ] = None,
+    margin: Annotated[
+        float, typer.Option(metavar="FLOAT", help="exact-match difference on the benchmark a challenger must exceed (0: strictly better)")
+    ] = DEFAULT_MARGIN,
+    benchmark_size: Annotated[
+        int, typer.Option(metavar="N", help="examples of the benchmark set (used when the registered model has none yet)")
+    ] = BENCHMARK_SIZE,
+    work_pool: Annotated[
+        str | None, typer.Option(metavar="NAME", help="deploy to this work pool (workers run it) instead of serving here")
+    ] = None,
+    max_concurrent: Annotated[
+        int, typer.Option(metavar="N", help="runs of this deployment at once, anywhere (each takes 1/N of its machine's cores)")
+    ] = 1,
+    when_busy: Annotated[
+        str, typer.Option(metavar="skip|queue", help="a tick that finds N runs still going: skip it (its run is cancelled) or queue it")
+    ] = "skip",
+    keep: Annotated[
+        int,
+        typer.Option(
+            metavar="N",
+            help="model versions kept after each run: the newest N (at least 2), the champion and the one before it; "
+            "older ones are deleted from the registry (their runs and files stay)",
+        ),
+    ] = DEFAULT_KEEP,  # fmt: skip
+    retrain_always: Annotated[
+        bool,
+        typer.Option(
+            "--retrain-always", help="retrain at every tick, also on a file that the champion or the last retrain already trained on"
+        ),
+    ] = False,
     source: ConfigSource = DEFAULT_SOURCE,
     experiment: Experiment = None,
     verbose: Verbose = False,

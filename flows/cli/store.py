@@ -7,6 +7,7 @@ import sqlite3
 
 import typer
 
+from attnlab.flows.cli.options import Verbose
 from attnlab.flows.cli.support import quiet, user_errors
 from attnlab.flows.tracking.errors import UserError
 
@@ -19,7 +20,7 @@ def register(app: typer.Typer) -> None:
 
 
 @store_app.command()
-def relocate(verbose: bool = typer.Option(False, "--verbose", "-v", help="show MLflow's logs")) -> None:
+def relocate(verbose: Verbose = False) -> None:
     """Rewrite the file locations a copied or moved embedded store records (experiments, runs,
     model versions, logged models) from its old folder to ATTNLAB_MLFLOW_DIR (default ./mlflow)."""
     quiet(verbose)

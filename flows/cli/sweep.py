@@ -22,11 +22,21 @@ import typer
 from attnlab.flows.cli.options import (
     DEFAULT_SOURCE,
     ConfigSource,
+    DaskAddress,
     Decoders,
     Encoders,
+    ExamplePlots,
     Experiment,
     JsonOutput,
+    LengthBands,
+    LogModels,
+    MaxParallel,
+    Register,
+    ResumeSweep,
+    Runner,
+    SavePlots,
     Scorers,
+    Seeds,
     Tasks,
     Verbose,
     config_command,
@@ -94,7 +104,7 @@ def task_runner(runner: str, max_parallel: int, dask_address: str | None) -> Tas
 
         return ThreadPoolTaskRunner(max_workers=max_parallel)
     if runner == "process":
-        from attnlab.flows.worker_pool import SeparateWorkersTaskRunner
+        from attnlab.flows.sweep.worker_pool import SeparateWorkersTaskRunner
 
         return SeparateWorkersTaskRunner(max_workers=max_parallel)
     from prefect_dask.task_runners import DaskTaskRunner
@@ -110,32 +120,18 @@ def sweep(
     scorer: Scorers = None,
     encoder: Encoders = None,
     decoder: Decoders = None,
-    seeds: str = typer.Option("0", metavar="N,N,...", help="seeds; each combination trains once per seed"),
+    seeds: Seeds = "0",
     source: ConfigSource = DEFAULT_SOURCE,
-    max_parallel: int | None = typer.Option(
-        None, metavar="N", help="runs at once (default: one per CPU core; all runs on an existing Dask cluster)"
-    ),
-    runner: str = typer.Option("process", metavar="|".join(RUNNERS), help="process pool, thread pool, or Dask (prefect-dask)"),
-    dask_address: str | None = typer.Option(None, metavar="tcp://HOST:PORT", help="an existing Dask scheduler (default: a local cluster)"),
-    length_bands: str | None = typer.Option(
-        None, metavar="LOW-HIGH,...", help="also tabulate exact match on these source-length ranges, e.g. 5-20,21-40,41-50"
-    ),
+    max_parallel: MaxParallel = None,
+    runner: Runner = "process",
+    dask_address: DaskAddress = None,
+    length_bands: LengthBands = None,
     experiment: Experiment = None,
-    save_plots: Path | None = typer.Option(None, metavar="DIR", help="also copy the sweep's figures into this folder (created if missing)"),
-    register: bool = typer.Option(False, "--register", help="register every finished run (as --model-name) and promote by the one rule"),
-    log_models: bool = typer.Option(
-        False, "--log-models", help="log every run's model to MLflow (off by default: a sweep compares; --register logs them anyway)"
-    ),
-    example_plots: bool = typer.Option(
-        False,
-        "--example-plots",
-        help="draw each run's heatmaps of 4 test examples too (off by default: each run draws the shared probe's; its explorer.html shows every test example)",
-    ),
-    resume: bool = typer.Option(
-        False,
-        "--resume",
-        help="reuse the runs an earlier sweep in the experiment finished with the same config and data; train only the rest",
-    ),
+    save_plots: SavePlots = None,
+    register: Register = False,
+    log_models: LogModels = False,
+    example_plots: ExamplePlots = False,
+    resume: ResumeSweep = False,
     json_output: JsonOutput = False,
     verbose: Verbose = False,
 ) -> None:
@@ -206,7 +202,7 @@ def run_sweep(
     from attnlab.flows.tracking import store
 
     store.check_store(store.resolve_store())
-    from attnlab.flows.sweep_flow import sweep_flow
+    from attnlab.flows.sweep.sweep_flow import sweep_flow
 
     if server is not None and not server.wait():
         server = None  # Prefect has an API URL of its own

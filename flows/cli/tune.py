@@ -158,7 +158,7 @@ def run_tune(space_file: Path, trials: int, timeout_text: str | None, source: Co
     server = start_in_background()
     url = checked_storage(store.resolve_store(), storage, dask_address)
     workers = sweep_workers(trials, max_parallel, remote=bool(dask_address))
-    from attnlab.flows.tune_flow import tune_flow
+    from attnlab.flows.tune.tune_flow import tune_flow
 
     if server is not None and not server.wait():
         server = None
@@ -192,12 +192,12 @@ def run_tune(space_file: Path, trials: int, timeout_text: str | None, source: Co
 
 
 def checked_storage(where: Store, given: str | None, dask_address: str | None) -> str:
-    """The study's storage URL (:func:`attnlab.flows.tune_study.storage_url`) after checking the
+    """The study's storage URL (:func:`attnlab.flows.tune.tune_study.storage_url`) after checking the
     store; with a Dask cluster, the cluster and the stores checked and a storage its workers can
     reach required."""
     from attnlab.flows.cli.sweep import check_cluster_stores, check_dask_address
     from attnlab.flows.tracking import store
-    from attnlab.flows.tune_study import storage_url
+    from attnlab.flows.tune.tune_study import storage_url
 
     store.check_store(where)
     url = storage_url(where, given)

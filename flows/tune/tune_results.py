@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 import optuna
 import yaml
 
-from attnlab.flows import tune_study
 from attnlab.flows.tracking import tune_runs
+from attnlab.flows.tune import tune_study
 from attnlab.lab.config import ExperimentConfig
 from attnlab.tuning.space import Space, apply_values
 from attnlab.tuning.trials import best_trial, counts, format_trials, trial_rows

@@ -18,8 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
-from attnlab.flows import steps as tasks
-from attnlab.flows.flow_runs import ending_status, is_interrupt
+from attnlab.flows.run import steps as tasks
+from attnlab.flows.run.flow_runs import ending_status, is_interrupt
 from attnlab.flows.services import prefect_watch
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking import store, tune_runs

@@ -22,7 +22,7 @@ from attnlab.evaluation.sweep_results import (
     result_tasks,
     task_file,
 )
-from attnlab.flows.flow_runs import flow_run_tags
+from attnlab.flows.run.flow_runs import flow_run_tags
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking import store
 from attnlab.lab.config import ExperimentConfig

@@ -26,7 +26,7 @@ from attnlab.data.datasets import data_spec, entry_problem, load_splits, save_sp
 from attnlab.data.examples import gold_alignments
 from attnlab.evaluation.example_records import Gold, attention_record, heatmap_title, merged_golds
 from attnlab.evaluation.metrics import Evaluation, evaluate, with_references
-from attnlab.flows import epoch_hooks
+from attnlab.flows.run import epoch_hooks
 from attnlab.flows.services import prefect_watch
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking import store

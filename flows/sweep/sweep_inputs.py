@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from attnlab.data.datasets import load_splits
 from attnlab.data.examples import gold_alignments, pick_probe
 from attnlab.evaluation.example_records import Gold
-from attnlab.flows.steps import dataset
+from attnlab.flows.run.steps import dataset
 from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import build_task
 from attnlab.plugins import Example, Task

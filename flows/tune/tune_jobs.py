@@ -1,7 +1,7 @@
 """How ``attnlab tune`` carries out its trials: Optuna's ask-and-tell interface over the sweep's
 task runners. The study is asked for a trial's values while fewer than ``max_parallel`` train
 and the budget (trials, time) allows; each trial trains on a worker (a process, a thread or a
-Dask worker) and reports its epochs to the study itself (:func:`attnlab.flows.tune_study.reporter`);
+Dask worker) and reports its epochs to the study itself (:func:`attnlab.flows.tune.tune_study.reporter`);
 its outcome is told to the study as it comes: COMPLETE with its value, PRUNED, or FAIL with what
 ended it (user attribute ``attnlab.outcome``).
 """
@@ -19,9 +19,9 @@ from typing import Any
 import optuna
 from prefect.futures import PrefectFuture
 
-from attnlab.flows import tune_study
+from attnlab.flows.sweep.worker_pool import lost_worker
 from attnlab.flows.tracking import tune_runs
-from attnlab.flows.worker_pool import lost_worker
+from attnlab.flows.tune import tune_study
 from attnlab.lab.config import ExperimentConfig
 from attnlab.tuning.space import Space, apply_values
 from attnlab.tuning.trials import INTERRUPTED, Pruned, trial_value, trials_left

@@ -3,7 +3,7 @@ outcome reported as it comes and the runs in progress every 30 s.
 
 Faults: a worker process that dies (SIGKILL, the out-of-memory killer) fails the one run it held,
 whose MLflow run is ended FAILED at once; the other runs go on, and the runs not yet started start
-on the workers left (:mod:`attnlab.flows.worker_pool`). When Prefect's server is lost
+on the workers left (:mod:`attnlab.flows.sweep.worker_pool`). When Prefect's server is lost
 (:mod:`attnlab.flows.services.prefect_watch`) no run starts any more; the runs in progress, which
 watch the server too, end themselves FAILED within seconds, and :class:`~attnlab.flows.services.prefect_watch.PrefectLost`
 is raised once they have (or :data:`GRACE` seconds have passed) for the flow to stop the sweep.
@@ -20,8 +20,8 @@ from typing import Any
 from prefect.futures import PrefectFuture
 
 from attnlab.flows.services import prefect_watch
+from attnlab.flows.sweep.worker_pool import lost_worker
 from attnlab.flows.tracking.sweep_reruns import child_runs, end_lost_worker_run
-from attnlab.flows.worker_pool import lost_worker
 from attnlab.lab.config import ExperimentConfig
 from attnlab.lab.run_records import EPOCH_TAG
 from attnlab.lab.summaries import finish_line

@@ -20,12 +20,12 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import PrefectFuture
 
 from attnlab.evaluation.compare import Grid, grid_configs
-from attnlab.flows import sweep_parent
-from attnlab.flows.flow_runs import ending_status, is_interrupt
+from attnlab.flows.run.flow_runs import ending_status, is_interrupt
 from attnlab.flows.services import prefect_watch
-from attnlab.flows.sweep_inputs import SharedInputs, shared_inputs
-from attnlab.flows.sweep_jobs import Submit, run_all
-from attnlab.flows.sweep_significance import log_marks
+from attnlab.flows.sweep import sweep_parent
+from attnlab.flows.sweep.sweep_inputs import SharedInputs, shared_inputs
+from attnlab.flows.sweep.sweep_jobs import Submit, run_all
+from attnlab.flows.sweep.sweep_significance import log_marks
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking import store
 from attnlab.flows.tracking.errors import RunFault
@@ -63,7 +63,7 @@ def train_combination(
     examples (else the probe's only)."""
     # Imported here: a task shipped to a worker process is pickled by value, and the flow it
     # refers to would arrive without the module globals its parameter annotations name.
-    from attnlab.flows.train_flow import train_flow
+    from attnlab.flows.run.train_flow import train_flow
 
     if threads:
         import torch
@@ -108,7 +108,7 @@ def _submitter(
     example_plots: bool,
 ) -> Submit:  # fmt: skip
     """Submits one run of the sweep (label, config, resume key) as a ``train-combination`` task;
-    its future. ``shown``: the sweep's shared inputs (:func:`attnlab.flows.sweep_inputs.shared_inputs`)."""
+    its future. ``shown``: the sweep's shared inputs (:func:`attnlab.flows.sweep.sweep_inputs.shared_inputs`)."""
 
     def submit(label: str, config: ExperimentConfig, key: str | None) -> PrefectFuture[dict[str, Any]]:
         name = f"{label.replace('/', '-')}-seed{config.seed}"
