@@ -1,6 +1,6 @@
 """The ``attnlab`` command: train (train.py), predict (predict.py), plugins and ui (plugins.py),
-sweep (sweep.py), tune (tune.py), schedule and server (service.py, server.py), runs and compare
-(runs.py), store relocate (store.py); each module adds its commands in ``register``. Every flag is
+sweep (sweep.py), tune (tune.py), schedule and server (service.py, server.py), runs (runs.py),
+compare (compare.py), store relocate (store.py); each module adds its commands in ``register``. Every flag is
 a parameter declared ``Annotated[type, typer.Option(...)]``; a flag several commands take
 (``--json``, ``--verbose``, the config flags, the runners) is declared once in options.py.
 
@@ -18,6 +18,7 @@ import typer
 import typer.core
 
 from attnlab.flows import ENV_DEFAULTS  # noqa: F401  (sets the telemetry defaults first)
+from attnlab.flows.cli import compare as compare_cli
 from attnlab.flows.cli import plugins as plugins_cli
 from attnlab.flows.cli import predict as predict_cli
 from attnlab.flows.cli import runs as runs_cli
@@ -56,7 +57,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-for module in (train_cli, predict_cli, plugins_cli, sweep_cli, tune_cli, service_cli, runs_cli, store_cli):
+for module in (train_cli, predict_cli, plugins_cli, sweep_cli, tune_cli, service_cli, runs_cli, compare_cli, store_cli):
     module.register(app)
 
 

@@ -37,9 +37,6 @@ def register(app: typer.Typer) -> None:
     app.command()(server)
 
 
-# --------------------------------------------------------------------------- schedule
-
-
 def check_schedule(cron: str, timezone: str) -> Schedule:
     """The Prefect cron schedule; UserError for a bad cron string or time zone."""
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
