@@ -19,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
@@ -52,6 +53,68 @@ def tree_rss(process: psutil.Process) -> int:
     return total
 
 
+@dataclass
+class Sampled:
+    """One command's run under :func:`run_sampled`: its exit status, stdout, resident memory over
+    time (``samples``: seconds since start, the process's bytes, its tree's bytes; every 0.1 s)
+    and its stderr lines (seconds since start, the line, the process's peak since the line before)."""
+
+    returncode: int
+    stdout: str
+    seconds: float
+    samples: list[tuple[float, int, int]] = field(default_factory=list)
+    lines: list[tuple[float, str, int]] = field(default_factory=list)
+
+    @property
+    def peak(self) -> int:
+        """The process's peak resident bytes."""
+        return max((rss for _, rss, _ in self.samples), default=0)
+
+    @property
+    def tree_peak(self) -> int:
+        """The peak resident bytes of the process with its children (e.g. Prefect's server)."""
+        return max((tree for _, _, tree in self.samples), default=0)
+
+
+def run_sampled(command: list[str], env: dict[str, str], every: float = 0.1) -> Sampled:
+    """Run ``command``, sampling the resident memory of its process and of its whole tree every
+    ``every`` seconds and timing each line it writes on stderr."""
+    begun = time.perf_counter()
+    child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process, since = psutil.Process(child.pid), [0]  # the process's peak since the last line
+    run = Sampled(0, "", 0.0, lines=[(0.0, "(start)", 0)])
+    out: list[str] = []
+
+    def sample() -> None:
+        while child.poll() is None:
+            try:
+                rss = process.memory_info().rss
+            except psutil.Error:
+                break
+            since[0] = max(since[0], rss)
+            run.samples.append((time.perf_counter() - begun, rss, tree_rss(process)))
+            time.sleep(every)
+
+    def read_stdout() -> None:
+        assert child.stdout is not None
+        out.append(child.stdout.read())
+
+    threads = [threading.Thread(target=sample, daemon=True), threading.Thread(target=read_stdout, daemon=True)]
+    for thread in threads:
+        thread.start()
+    assert child.stderr is not None
+    for line in child.stderr:
+        run.lines.append((time.perf_counter() - begun, line.rstrip(), since[0]))
+        since[0] = 0
+    child.wait()
+    for thread in threads:
+        thread.join()
+    run.seconds = time.perf_counter() - begun
+    run.lines.append((run.seconds, "(end)", since[0]))
+    run.returncode, run.stdout = child.returncode, "".join(out)
+    return run
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -69,38 +132,15 @@ def main() -> None:
         command = [str(Path(sys.executable).with_name("attnlab")), "train", "--task", "pairs", f"-otask.path={path}",
                    "-otask.source_column=word", "-otask.target_column=phonemes", "-otask.target_tokenization=whitespace",
                    "--epochs", str(args.epochs), *flags]  # fmt: skip
-        begun = time.perf_counter()
-        child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        process, peak, lines = psutil.Process(child.pid), [0, 0], [(begun, "(start)", 0)]
-        since = [0]  # the process's peak since the last line
-
-        def sample() -> None:
-            while child.poll() is None:
-                try:
-                    rss = process.memory_info().rss
-                except psutil.Error:
-                    break
-                peak[0], since[0] = max(peak[0], rss), max(since[0], rss)
-                peak[1] = max(peak[1], tree_rss(process))
-                time.sleep(0.1)
-
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
-        for line in child.stderr:
-            lines.append((time.perf_counter(), line.rstrip(), since[0]))
-            since[0] = 0
-        child.wait()
-        sampler.join()
-        ended = time.perf_counter()
-    lines.append((ended, "(end)", since[0]))
-    gap, after = max((b[0] - a[0], a[1]) for a, b in zip(lines, lines[1:]))
-    print(f"exit {child.returncode}; {ended - begun:.1f} s; peak resident memory: attnlab train {peak[0] / 2**30:.2f} GiB, "
-          f"with its Prefect server {peak[1] / 2**30:.2f} GiB")  # fmt: skip
+        run = run_sampled(command, env)
+    gap, after = max((b[0] - a[0], a[1]) for a, b in zip(run.lines, run.lines[1:]))
+    print(f"exit {run.returncode}; {run.seconds:.1f} s; peak resident memory: attnlab train {run.peak / 2**30:.2f} GiB, "
+          f"with its Prefect server {run.tree_peak / 2**30:.2f} GiB")  # fmt: skip
     print(f"longest silence {gap:.1f} s, after: {after[:160]}")
     print("each line, with the process's peak memory since the line before:")
-    for when, line, rss in lines[1:]:
+    for when, line, rss in run.lines[1:]:
         if not line.startswith("  "):
-            print(f"  {when - begun:7.1f} s  {rss / 2**30:5.2f} GiB  {line[:130]}")
+            print(f"  {when:7.1f} s  {rss / 2**30:5.2f} GiB  {line[:130]}")
 
 
 if __name__ == "__main__":

@@ -22,8 +22,14 @@ from attnlab.evaluation.alignment import AlignmentTally
 from attnlab.evaluation.edit_distance import closest_index, sequence_error_rate, token_error_rate
 from attnlab.evaluation.erasure import erasure_metrics
 from attnlab.model.assembly import Seq2Seq
+from attnlab.model.cpu_settings import release_freed_memory
 from attnlab.model.decode import beam_search, default_max_length, greedy_decode
 from attnlab.plugins import Example
+
+#: Hypotheses decoded at a time: rows with greedy decoding, rows x beam size with beam search;
+#: rows of a teacher-forced pass. A step's tensors grow with it (an additive scorer's [rows, Ls,
+#: A] sums: 14 MB at 256 rows, Ls 28, A 512; the evaluation's peak, with the encoder outputs).
+DECODE_BATCH = 256
 
 
 @dataclass(frozen=True)
@@ -47,17 +53,21 @@ def decode_texts(
     model: Seq2Seq,
     data: EncodedExamples,
     max_length: int | None = None,
-    batch_size: int = 1024,
+    batch_size: int = DECODE_BATCH,
     beam_size: int = 1,
 ) -> list[str]:
-    """Predicted strings for every row of ``data``, decoded in batches of ``batch_size``;
-    ``max_length`` bounds the steps (default: :func:`default_max_length` of the sources)."""
+    """Predicted strings for every row of ``data``, decoded ``batch_size`` hypotheses at a time:
+    ``batch_size`` rows greedily, ``batch_size // beam_size`` with beam search (each row's beams
+    step together, so the decoder's tensors, e.g. the encoder outputs [rows * beam_size, Ls, H],
+    stay the size of a greedy batch's); ``max_length`` bounds the steps (default:
+    :func:`default_max_length` of the sources)."""
     model.eval()
     max_length = max_length or default_max_length(data.src.shape[1])
+    rows = max(1, batch_size // beam_size)
     texts: list[str] = []
-    for start in range(0, len(data), batch_size):
-        src = data.src[start : start + batch_size]
-        mask = data.src_mask[start : start + batch_size]
+    for start in range(0, len(data), rows):
+        src = data.src[start : start + rows]
+        mask = data.src_mask[start : start + rows]
         if beam_size == 1:
             tokens = greedy_decode(model, src, mask, max_length).tokens
         else:
@@ -172,7 +182,7 @@ def with_references(examples: list[Example]) -> tuple[list[Example], list[list[s
     return firsts, [references[example.source] for example in firsts]
 
 
-def score_exact_match(model: Seq2Seq, examples: list[Example], beam_size: int = 1, batch_size: int = 1024) -> float:
+def score_exact_match(model: Seq2Seq, examples: list[Example], beam_size: int = 1, batch_size: int = DECODE_BATCH) -> float:
     """Share of the distinct sources of ``examples`` whose output is one of their targets,
     decoding only (what a promotion compares; the attention measures and erasure tests of
     :func:`evaluate` would cost ~1 s more a model)."""
@@ -222,7 +232,7 @@ def evaluate(
     model: Seq2Seq,
     examples: list[Example],
     beam_size: int = 1,
-    batch_size: int = 1024,
+    batch_size: int = DECODE_BATCH,
     max_length: int | None = None,
 ) -> Evaluation:
     """Decode ``examples`` (greedy, or beam search with ``beam_size`` > 1) and compute every
@@ -251,4 +261,5 @@ def evaluate(
     metrics.update(tally.metrics())
     metrics.update(erasure_metrics(model, examples))
     split = model.tgt_vocab.split
+    release_freed_memory()
     return Evaluation(metrics, per_length_table(frame, split), frame, tally.offset_table(), greedy_correct)

@@ -18,12 +18,12 @@ import torch
 from pydantic import ValidationError
 
 from attnlab.data.splits import EncodedExamples
-from attnlab.evaluation.metrics import decode_texts
+from attnlab.evaluation.metrics import DECODE_BATCH, decode_texts
 from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import Seq2Seq
-from attnlab.model.cpu_settings import tune_cpu
+from attnlab.model.cpu_settings import release_freed_memory, tune_cpu
 from attnlab.plugins._recurrence import compiled
-from attnlab.training.optimization import make_optimizer, make_schedule, sequence_loss
+from attnlab.training.optimization import held_out_loss, make_optimizer, make_schedule, sequence_loss
 from attnlab.training.progress import StepCallback, StepProgress
 from attnlab.training.selection import Keeper
 
@@ -87,11 +87,11 @@ def length_bucketed_batches(lengths: torch.Tensor, batch_size: int, generator: t
 
 @torch.no_grad()
 def validation_metrics(model: Seq2Seq, data: EncodedExamples, max_length: int | None = None) -> dict[str, float]:
-    """Teacher-forced loss and greedy exact match on ``data``; the exact match counts each
-    distinct source once, right when its output equals any of the targets given for it (a word
-    with two pronunciations is one word, as the test metrics count it)."""
+    """Teacher-forced loss and greedy exact match on ``data``, ``DECODE_BATCH`` rows at a time;
+    the exact match counts each distinct source once, right when its output equals any of the
+    targets given for it (a word with two pronunciations is one word, as the test metrics count it)."""
     model.eval()
-    loss = float(sequence_loss(model, data, 1.0))
+    loss = float(held_out_loss(model, data, DECODE_BATCH))
     texts = decode_texts(model, data, max_length)
     targets = [model.tgt_vocab.decode(row[1:]) for row in data.tgt.tolist()]
     by_source: dict[tuple[int, ...], tuple[str, set[str]]] = {}
@@ -223,6 +223,7 @@ def train(
     if "selected_val_loss" not in result.selected:  # an average of epochs: measured here
         scores = _validate(model, validation_data, max_length, config)
         result.selected.update(selected_val_exact_match=scores["val_exact_match"], selected_val_loss=scores["val_loss"])
+    release_freed_memory()
     return result
 
 

