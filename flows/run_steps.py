@@ -79,9 +79,10 @@ def run_steps(
         trained = tasks.train(config, data, run_id, workdir)
     with section("evaluate"):
         evaluation = tasks.evaluate_bundle(trained.bundle, data, config.beam_size, str(config.torch_device()))
-    if config.explain:
+    explained = workdir / "explained.json" if config.explain else None
+    if explained is not None:
         with section("explain"):
-            explanation = explain_steps.explain_bundle(trained.bundle, data, str(config.torch_device()))
+            explanation = explain_steps.explain_bundle(trained.bundle, data, explained, str(config.torch_device()))
         if explanation.note is not None:
             tasks.progress.info("explanations: %s", explanation.note)
         evaluation = with_explanation(evaluation, explanation)
@@ -90,8 +91,9 @@ def run_steps(
         attention = tasks.plot_attention(trained.bundle, plotted.sources, plotted.targets, workdir / "attention", data, plotted.golds)
         plots = tasks.plot_alignment_offsets(evaluation.alignment_offsets, workdir / "plots")
     with section("explorer"):
+        verdicts = evaluation.greedy_correct
         explored = explain_steps.explore_attention(
-            run_id, trained.bundle, data, evaluation.metrics, trained.snapshots, attention, plan.compare, evaluation.greedy_correct
+            run_id, trained.bundle, data, evaluation.metrics, trained.snapshots, attention, plan.compare, verdicts, explained
         )
     selection = selection_entry(config, trained)
     with section("log"):

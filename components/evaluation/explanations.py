@@ -102,11 +102,14 @@ class MethodTally:
 @dataclass(frozen=True)
 class Explanation:
     """metrics: ``explain_<method>_<measure>`` and ``explain_examples``; table: one row per
-    method measured (``method`` and :data:`MEASURES`); note: why methods are missing, or None."""
+    method measured (``method`` and :data:`MEASURES`); note: why methods are missing, or None;
+    scores: per sampled source, each gradient method's scores [output tokens, source tokens]
+    (nested lists; what the explorer shows of them)."""
 
     metrics: dict[str, float]
     table: pd.DataFrame
     note: str | None = None
+    scores: dict[str, dict[str, list[list[float]]]] = field(default_factory=dict)
 
 
 def with_explanation(evaluation: Evaluation, explanation: Explanation) -> Evaluation:
@@ -238,8 +241,9 @@ def add_faithfulness(
 
 
 def explain_batch(model: Seq2Seq, examples: list[Example], methods: tuple[str, ...], tallies: dict[str, MethodTally], options: ExplainOptions,
-                  generator: torch.Generator) -> None:  # fmt: skip
-    """Every measure of ``methods`` on ``examples`` into ``tallies``."""
+                  generator: torch.Generator) -> dict[str, dict[str, list[list[float]]]]:  # fmt: skip
+    """Every measure of ``methods`` on ``examples`` into ``tallies``; the gradient methods'
+    scores per source (see :attr:`Explanation.scores`)."""
     device = next(model.parameters()).device
     src, mask = pad_batch([model.src_vocab.encode(example.source) for example in examples])
     outputs = own_outputs(model, src.to(device), mask.to(device))
@@ -251,6 +255,11 @@ def explain_batch(model: Seq2Seq, examples: list[Example], methods: tuple[str, .
     add_faithfulness(model, outputs, scores, tallies, options)
     for method in scores:
         tallies[method].erasure.examples += len(examples)
+    lengths, widths = outputs.lengths.tolist(), mask.sum(dim=1).tolist()
+    return {
+        example.source: {m: scores[m][row, : lengths[row], : widths[row]].tolist() for m in scores if m in GRADIENT_METHODS}
+        for row, example in enumerate(examples)
+    }
 
 
 def explain_model(model: Seq2Seq, examples: list[Example], options: ExplainOptions | None = None) -> Explanation:
@@ -264,9 +273,10 @@ def explain_model(model: Seq2Seq, examples: list[Example], options: ExplainOptio
     generator = torch.Generator().manual_seed(options.seed)
     was_training = model.training
     model.eval()
+    shown: dict[str, dict[str, list[list[float]]]] = {}
     try:
         for start in range(0, len(chosen), options.batch_size):
-            explain_batch(model, chosen[start : start + options.batch_size], methods, tallies, options, generator)
+            shown.update(explain_batch(model, chosen[start : start + options.batch_size], methods, tallies, options, generator))
     finally:
         model.train(was_training)
     measured = [method for method in methods if tallies[method].erasure.examples]
@@ -275,4 +285,4 @@ def explain_model(model: Seq2Seq, examples: list[Example], options: ExplainOptio
     for row in table.to_dict("records"):
         metrics.update({f"explain_{row['method']}_{name}": float(row[name]) for name in MEASURES if not name.endswith("_steps")})
     note = None if problem is None else f"gradient methods left out: {problem}"
-    return Explanation(metrics, table, note)
+    return Explanation(metrics, table, note, shown)

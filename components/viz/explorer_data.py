@@ -7,9 +7,10 @@ trained models.
   capped, and a note saying what was sampled;
 - :class:`SnapshotRecorder` (:mod:`attnlab.viz.explorer_snapshots`) — the attention of fixed probe
   examples as training goes, and the alignment curve;
-- :func:`run_document`, :func:`inputs_document` — the page of one run, and of a model's outputs on
-  given sources (``attnlab predict --html``); each explains its first :data:`EXPLAINED_EXAMPLES`
-  examples by every gradient attribution method besides attention, when asked;
+- :func:`run_document`, :func:`inputs_document` — the page of one run (the examples its
+  explanation measures sampled explained by every gradient attribution method besides attention),
+  and of a model's outputs on given sources (``attnlab predict --html``; its first
+  :data:`EXPLAINED_EXAMPLES` explained, when asked);
 - :func:`sweep_document` (:mod:`attnlab.viz.explorer_sweeps`) — the page of a sweep comparing
   every combination on the same sources, opening on the best model with attention
   (:func:`opening_model`).
@@ -37,6 +38,7 @@ from attnlab.viz.explorer_views import (
     AVERAGE,
     DECIMALS,
     WEIGHT_BUDGET,
+    GivenScores,
     methods_of,
     model_views,
     views_of,
@@ -85,8 +87,9 @@ RUN_EXAMPLES = 200
 PROBE_EXAMPLES = 3
 #: Validation examples whose exact match and alignment are measured with every snapshot.
 CURVE_EXAMPLES = 100
-#: Examples of a page explained by the gradient attribution methods (its first ones, wrong ones
-#: first on a run's page): integrated gradients costs ~10x a training pass over them.
+#: Inputs of a ``predict --html`` page, and of a sweep's shared sources, explained by the gradient
+#: attribution methods (the first ones): integrated gradients costs ~10x a training pass over
+#: them. A run's page shows the scores its explanation measures computed, on their sample.
 EXPLAINED_EXAMPLES = 20
 #: Examples viewed first while filling a page; their size says how many more fit the budget.
 BUDGET_BATCH = 50
@@ -96,13 +99,15 @@ SHOWN_METRICS = ("exact_match", "char_accuracy", "alignment_accuracy", "alignmen
 
 def run_examples(
     model: Seq2Seq, examples: Sequence[Example], limit: int = RUN_EXAMPLES, correct: Sequence[bool] | None = None,
-    explain: AttributionOptions | None = None,
+    explained: GivenScores | None = None,
 ) -> tuple[list[dict[str, Any]], str]:  # fmt: skip
     """The test examples a run's page shows and the note saying which: every example the model
     gets wrong (greedy decoding) first, then right ones, in test order, ``limit`` in all and no
     more than :data:`WEIGHT_BUDGET` weights. ``correct``: whether greedy decoding answers each
     example right, when known (an evaluation that decoded greedily); else decoded here.
-    ``explain``: the first :data:`EXPLAINED_EXAMPLES` shown get attributions with these options."""
+    ``explained``: the gradient methods' scores of the examples the explanation measures sampled
+    (:attr:`attnlab.evaluation.explanations.Explanation.scores`): those examples come first among
+    the wrong ones and among the right ones, and show them."""
     if correct is None:
         device = next(model.parameters()).device
         data = encode_examples(list(examples), model.src_vocab, model.tgt_vocab).to(device)
@@ -110,15 +115,16 @@ def run_examples(
         correct = [text == ex.target for ex, text in zip(examples, outputs)]
     if len(correct) != len(examples):
         raise ValueError(f"{len(correct)} verdicts for {len(examples)} examples")
+    given = explained or {}
     wrong = [ex for ex, right in zip(examples, correct) if not right]
-    chosen = (wrong + [ex for ex, right in zip(examples, correct) if right])[:limit]
+    right = [ex for ex, right in zip(examples, correct) if right]
+    chosen = (sorted(wrong, key=lambda ex: ex.source not in given) + sorted(right, key=lambda ex: ex.source not in given))[:limit]
     # A first small batch, then as many as its examples' size says fit, until the budget is spent.
-    shown = model_views(model, chosen[:BUDGET_BATCH], explain=explain, explained=EXPLAINED_EXAMPLES)
+    shown = model_views(model, chosen[:BUDGET_BATCH], given=given)
     counts = [weight_count(example) for example in shown]
     while within_budget(counts) == len(counts) < len(chosen):
         room = (explorer_views.WEIGHT_BUDGET - sum(counts)) * len(counts) // max(1, sum(counts))
-        batch = chosen[len(shown) : len(shown) + max(room + 1, BUDGET_BATCH // 5)]
-        more = model_views(model, batch, explain=explain, explained=EXPLAINED_EXAMPLES - len(shown))
+        more = model_views(model, chosen[len(shown) : len(shown) + max(room + 1, BUDGET_BATCH // 5)], given=given)
         shown.extend(more)
         counts.extend(weight_count(example) for example in more)
     shown = shown[: within_budget(counts)]
@@ -179,12 +185,15 @@ def run_document(
     snapshots: dict[str, Any] | None = None,
     limit: int = RUN_EXAMPLES,
     correct: Sequence[bool] | None = None,
-    explain: AttributionOptions | None = None,
+    explained: GivenScores | None = None,
 ) -> dict[str, Any]:
     """The page of run ``name``: its test examples (:func:`run_examples`, ``correct`` and
-    ``explain`` as there) and ``snapshots`` (:meth:`SnapshotRecorder.snapshots`); ``metrics`` of
-    the evaluation (see :func:`shown_metrics`)."""
-    examples, note = run_examples(model, test_examples, limit, correct, explain)
+    ``explained`` as there) and ``snapshots`` (:meth:`SnapshotRecorder.snapshots`); ``metrics``
+    of the evaluation (see :func:`shown_metrics`)."""
+    examples, note = run_examples(model, test_examples, limit, correct, explained)
+    count = sum(bool(example["attributions"]) for example in examples)
+    if count:
+        note += f"; the {count:,} the explanation measures sampled come first among the wrong and the right ones, explained"
     return {
         "version": SCHEMA_VERSION,
         "title": f"attnlab run {name}",

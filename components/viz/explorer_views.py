@@ -75,9 +75,13 @@ def gold_positions(example: Example | None, steps: int) -> list[list[int]] | Non
     return [list(positions) for positions in example.alignment[:steps]]
 
 
+#: Scores of the gradient methods already computed: source -> method -> [output tokens, source tokens].
+GivenScores = Mapping[str, Mapping[str, Sequence[Sequence[float]]]]
+
+
 def model_views(
     model: Seq2Seq, items: Sequence[Example | str], max_length: int | None = None, batch_size: int = 256,
-    explain: AttributionOptions | None = None, explained: int = 0,
+    explain: AttributionOptions | None = None, explained: int = 0, given: GivenScores | None = None,
 ) -> list[dict[str, Any]]:  # fmt: skip
     """One explorer example per item (an Example, or a bare source string), in order.
 
@@ -86,7 +90,8 @@ def model_views(
     ``target``/``correct``/``gold`` (None for a bare string; gold per target character, cut to
     the output's length), ``weights``: view name -> [len(output_tokens), len(source_tokens)]
     and ``attributions``: method name -> a matrix of the same shape, rows summing to 1, for the
-    first ``explained`` items when ``explain`` is given (else {}).
+    first ``explained`` items when ``explain`` is given, and for the items whose source ``given``
+    has scores of the output's shape for (the explanation measures', computed once); else {}.
     A model that does not attend has ``weights`` {}. ``max_length`` bounds the decoding steps
     (default: :func:`attnlab.model.decode.default_max_length`).
     """
@@ -98,7 +103,7 @@ def model_views(
     try:
         for start in range(0, len(items), batch_size):
             rows = max(0, min(explained - start, batch_size)) if explain is not None else 0
-            out.extend(_batch_views(model, items[start : start + batch_size], max_length, device, explain, rows))
+            out.extend(_batch_views(model, items[start : start + batch_size], max_length, device, explain, rows, given or {}))
     finally:
         model.train(was_training)
     return out
@@ -106,7 +111,7 @@ def model_views(
 
 def _batch_views(
     model: Seq2Seq, items: Sequence[Example | str], max_length: int | None, device: torch.device, explain: AttributionOptions | None,
-    explained: int,
+    explained: int, given: GivenScores,
 ) -> list[dict[str, Any]]:  # fmt: skip
     sources = [item.source if isinstance(item, Example) else item for item in items]
     src, mask = pad_batch([model.src_vocab.encode(text) for text in sources])
@@ -133,7 +138,7 @@ def _batch_views(
                 "weights": {name: rounded(view[row, :steps, : len(source_tokens)]) for name, view in views.items()},
                 "attributions": {name: rounded(view[row, :steps, : len(source_tokens)]) for name, view in scores.items()}
                 if row < explained
-                else {},
+                else given_views(given.get(text), steps, len(source_tokens)),
                 "source": text,
                 "output": output,
             }
@@ -141,12 +146,24 @@ def _batch_views(
     return out
 
 
+def normalised(scores: Tensor) -> Tensor:
+    """[..., Ls] scores divided by their sum over the last axis (all 0 when they are)."""
+    return scores / scores.sum(dim=-1, keepdim=True).clamp_min(1e-30)
+
+
 def attribution_views(model: Seq2Seq, outputs: OwnOutputs, rows: int, options: AttributionOptions) -> dict[str, Tensor]:
     """Method name -> scores [rows, T, Ls] of the first ``rows`` rows of ``outputs``, each output
     token's scores divided by their sum (all 0 when they are)."""
     part = OwnOutputs(*(tensor[:rows] for tensor in outputs))
-    scores = method_scores(model, part, GRADIENT_METHODS, options)
-    return {name: matrix / matrix.sum(dim=-1, keepdim=True).clamp_min(1e-30) for name, matrix in scores.items()}
+    return {name: normalised(matrix) for name, matrix in method_scores(model, part, GRADIENT_METHODS, options).items()}
+
+
+def given_views(scores: Mapping[str, Sequence[Sequence[float]]] | None, rows: int, cols: int) -> dict[str, list[list[float]]]:
+    """The explorer's matrices of already computed ``scores`` (method -> [rows, cols]), each row
+    divided by its sum; {} when there are none or they are of another shape (another output)."""
+    if not scores or any(len(matrix) != rows or any(len(row) != cols for row in matrix) for matrix in scores.values()):
+        return {}
+    return {name: rounded(normalised(torch.tensor(matrix, dtype=torch.float32))) for name, matrix in scores.items()}
 
 
 def views_of(examples: Sequence[Mapping[str, Any]]) -> list[str]:

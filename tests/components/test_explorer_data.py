@@ -445,9 +445,30 @@ def test_the_first_examples_asked_are_explained_by_every_gradient_method(monkeyp
     assert methods_of(views) == list(GRADIENT_METHODS) and methods_of(views[2:]) == []
     assert all(view["attributions"] == {} for view in model_views(model, DIGITS, max_length=6))  # not asked
     monkeypatch.setattr(explorer_data, "EXPLAINED_EXAMPLES", 1)
-    document = run_document(model, examples(task, 3), "tiny", explain=AttributionOptions(steps=4))
-    (entry,) = document["models"]
-    assert entry["methods"] == list(GRADIENT_METHODS)
-    assert [bool(example["attributions"]) for example in entry["examples"]] == [True, False, False]
     page = inputs_document(model, DIGITS[:2], "tiny", explain=AttributionOptions(steps=4))
     assert [bool(example["attributions"]) for example in page["models"][0]["examples"]] == [True, False]
+
+
+def test_a_runs_page_shows_the_scores_its_explanation_measures_computed_on_their_sample_first():
+    from attnlab.evaluation.attribution import GRADIENT_METHODS
+    from attnlab.evaluation.explanations import ExplainOptions, explain_model
+    from attnlab.viz.explorer_views import given_views
+
+    _, task, model = tiny()
+    tests = crafted(task, model, 8, right={0, 2, 5, 6})
+    explanation = explain_model(model, tests, ExplainOptions(examples=3, seed=1))
+    sampled = set(explanation.scores)
+    assert len(sampled) == 3
+    document = run_document(model, tests, "tiny", explained=explanation.scores)
+    (entry,) = document["models"]
+    assert entry["methods"] == list(GRADIENT_METHODS)
+    shown = [(example["correct"], example["source"] in sampled, bool(example["attributions"])) for example in entry["examples"]]
+    assert [explained for _, _, explained in shown] == [in_sample for _, in_sample, _ in shown]  # exactly the sample
+    assert shown == sorted(shown, key=lambda row: (row[0], not row[1]))  # sampled first among the wrong, and the right
+    assert document["note"].endswith("; the 3 the explanation measures sampled come first among the wrong and the right ones, explained")
+    example = next(example for example in entry["examples"] if example["attributions"])
+    rows, cols = len(example["output_tokens"]), len(example["source_tokens"])
+    assert example["attributions"] == given_views(explanation.scores[example["source"]], rows, cols)
+    for matrix in example["attributions"].values():
+        check_matrix(matrix, rows, cols)
+    assert given_views(explanation.scores[example["source"]], rows + 1, cols) == {}  # another output: not shown
