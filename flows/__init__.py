@@ -1,13 +1,14 @@
 """Prefect flows and tasks over attnlab's components; all MLflow calls live here.
 
-The flows sit at the top of this package: ``train_flow``, ``sweep_flow`` and ``retrain_flow``
-(the wiring), ``steps`` (thin Prefect tasks, one component call or tracking step each) and the
-modules they are split into; ``api`` (the Python API's tracked path) and ``pyfunc`` (the MLflow
-model that serves text; every logged model imports it). Around them: ``cli`` (the ``attnlab``
-command), ``tracking`` (every MLflow call: the store, runs, the registry, promotion) and
-``services`` (server processes). Decisions and pure logic live in the core library
-(``attnlab.ops.promotion``, ``attnlab.evaluation.benchmark``, ``attnlab.lab.config_sources``, ...);
-docs/architecture.md maps where each one lives.
+One subpackage per job: ``run`` (one train run from start to end: the train flow, its steps,
+its Prefect tasks, how it ends), ``sweep`` (``attnlab sweep``), ``tune`` (``attnlab tune``),
+``cli`` (the ``attnlab`` command), ``tracking`` (every MLflow call: the store, runs, the
+registry, promotion) and ``services`` (server processes). At the top stays what is named by its
+path from outside: ``api`` (the Python API's tracked path), ``pyfunc`` (the MLflow model that
+serves text; every logged model's ``pyfunc_model.py`` imports it) and ``retrain_flow`` (the
+scheduled retrain; Prefect deployments name it as their entrypoint). Decisions and pure logic
+live in the core library (``attnlab.ops.promotion``, ``attnlab.evaluation.benchmark``,
+``attnlab.lab.config_sources``, ...); docs/architecture.md maps where each one lives.
 
 Importing this package turns Prefect's and MLflow's telemetry (and MLflow's run links on stdout)
 off and bounds MLflow's HTTP retries unless the user already set the variables

@@ -19,9 +19,14 @@ process and reused by later calls. Per-epoch lines go to the ``attnlab.progress`
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attnlab.lab.config import ExperimentConfig
+
+if TYPE_CHECKING:  # torch comes with them
+    from attnlab.model.assembly import Seq2Seq
+    from attnlab.model.predictor import Predictor
+    from attnlab.plugins import Task
 
 
 def _say(line: str) -> None:
@@ -63,7 +68,7 @@ def train(
         if server is not None:
             server.stop()
         raise
-    from attnlab.flows.train_flow import train_flow
+    from attnlab.flows.run.train_flow import train_flow
 
     if server is not None:
         server.wait()
@@ -71,14 +76,14 @@ def train(
     return train_flow(config=base, experiment=experiment, register_model=register, promote=promote)
 
 
-def load_run_model(run_id: str):
+def load_run_model(run_id: str) -> tuple[ExperimentConfig, Task, Seq2Seq]:
     """(config, task plugin, Seq2Seq) of the model logged by run ``run_id`` (``runs:/<id>/model``),
     loaded as ``attnlab predict`` loads an MLflow model (see :func:`load_run_predictor`)."""
     predictor = load_run_predictor(run_id)
     return predictor.config, predictor.task, predictor.model
 
 
-def load_run_predictor(run_id: str):
+def load_run_predictor(run_id: str) -> Predictor:
     """The :class:`~attnlab.model.predictor.Predictor` of the model logged by run ``run_id``,
     loaded from the store checked for reading, through
     :func:`attnlab.flows.tracking.registry.load_pyfunc` (which refuses foreign model code)."""

@@ -12,12 +12,16 @@ a model would run anything but the ``pyfunc_model.py`` this attnlab installs.
 
 import hashlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import mlflow.pyfunc
 import pandas as pd
 from mlflow.exceptions import MlflowException
+from mlflow.models import ModelSignature
 from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
+from mlflow.pyfunc.model import PythonModel, PythonModelContext
+
+if TYPE_CHECKING:  # torch comes with it
+    from attnlab.model.predict import Prediction
 
 #: Name of the bundle in the model's artifacts.
 BUNDLE = "bundle"
@@ -64,12 +68,11 @@ def model_code_problem(model_dir: Path) -> str | None:
     return None
 
 
-def signature():
+def signature() -> ModelSignature:
     """The model's signature: a string out and the ``beam_size`` parameter (default 1: greedy
     decoding). No input schema: the model reads its ``source`` column itself (:func:`source_texts`)
     and refuses what it cannot take in one sentence, where MLflow's own schema check answered a
     missing or extra column with a printout of the whole request."""
-    from mlflow.models import ModelSignature
     from mlflow.types import ColSpec, ParamSchema, ParamSpec, Schema
 
     return ModelSignature(
@@ -138,7 +141,7 @@ class RefusedInput(MlflowException):
             self._reason = value
 
 
-class AttnlabModel(mlflow.pyfunc.PythonModel):
+class AttnlabModel(PythonModel):
     """Loads the bundle once; ``predict`` decodes in batches, greedily or by beam search (param
     ``beam_size``).
 
@@ -149,7 +152,7 @@ class AttnlabModel(mlflow.pyfunc.PythonModel):
     a ``beam_size`` param outside 1..:data:`attnlab.lab.config.MAX_BEAM`.
     """
 
-    def load_context(self, context) -> None:
+    def load_context(self, context: PythonModelContext) -> None:
         from attnlab.model.predictor import Predictor
 
         self.predictor = Predictor.load(Path(context.artifacts[BUNDLE]))
@@ -160,13 +163,13 @@ class AttnlabModel(mlflow.pyfunc.PythonModel):
         its task's sources included: decoding it would run for minutes)."""
         self.predictor.check(texts)
 
-    def predictions(self, texts: list[str], beam_size: int = 1):
+    def predictions(self, texts: list[str], beam_size: int = 1) -> "list[Prediction]":
         """attnlab Predictions (output, tokens, attention weights) for ``texts``, greedy or by beam
         search with ``beam_size`` beams (no weights then), :data:`BATCH` at a time; raises
         ValueError naming the first input the model cannot take (see :meth:`check`)."""
         return self.predictor.predict(texts, beam_size, batch=BATCH)
 
-    def predict(self, context, model_input: pd.DataFrame, params: dict[str, Any] | None = None) -> list[str]:
+    def predict(self, context: PythonModelContext, model_input: pd.DataFrame, params: dict[str, Any] | None = None) -> list[str]:
         from attnlab.lab.serving import rows_problem
 
         try:

@@ -32,10 +32,9 @@ from prefect import flow, get_run_logger, task
 from prefect.runtime import flow_run
 from prefect.states import Failed
 
-from attnlab.evaluation.benchmark import DEFAULT_SIZE
-from attnlab.flows import model_steps
-from attnlab.flows import steps as tasks
-from attnlab.flows.flow_runs import ending_status, flow_run_tags
+from attnlab.flows.run import model_steps
+from attnlab.flows.run import steps as tasks
+from attnlab.flows.run.flow_runs import ending_status, flow_run_tags
 from attnlab.flows.tracking import promote as promotion
 from attnlab.flows.tracking import prune as retention
 from attnlab.flows.tracking import retrain_runs, store
@@ -46,14 +45,11 @@ from attnlab.lab.config import ExperimentConfig
 from attnlab.lab.errors import UserError
 from attnlab.ops.challenger import challenger_seed
 from attnlab.ops.data_change import unchanged_reason
-from attnlab.ops.promotion import Decision, check_margin
+from attnlab.ops.promotion import BENCHMARK_SIZE, DEFAULT_MARGIN, Decision, check_margin
 from attnlab.ops.retention import DEFAULT_KEEP, check_keep
 from attnlab.ops.threads import thread_share
 from attnlab.plugins import PluginError
 from mlflow import MlflowClient
-
-#: Benchmark examples drawn by a model's first promotion (later ones reuse that set).
-BENCHMARK_SIZE = DEFAULT_SIZE
 
 
 def fresh_seed() -> int:
@@ -116,7 +112,7 @@ def check_parameters(margin: float, benchmark_size: int, keep: int) -> None:
 )
 def retrain_flow(
     config: ExperimentConfig = ExperimentConfig(),
-    margin: float = 0.0,
+    margin: float = DEFAULT_MARGIN,
     benchmark_size: int = BENCHMARK_SIZE,
     seed: int | None = None,
     experiment: str | None = None,
@@ -185,7 +181,7 @@ def retrain(config: ExperimentConfig, name: str, experiment: str, run_id: str, s
     """The work of :func:`retrain_flow` inside its run: skip unchanged data, else train a
     challenger, promote it by the one rule and prune (``version`` gets the challenger's version
     as soon as it is registered); the summary's fields."""
-    from attnlab.flows.train_flow import train_flow  # by import, also in a served run's process
+    from attnlab.flows.run.train_flow import train_flow  # by import, also in a served run's process
     from attnlab.model.assembly import build_task
 
     logger = get_run_logger()

@@ -11,7 +11,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from attnlab.plugins._probe import PluginContractError
+    from attnlab.plugins._probe_base import PluginContractError
     from attnlab.plugins.attention import Attention, AttentionOutput, dot_scores, masked_softmax, weighted_sum
     from attnlab.plugins.decoder import AttentionFactory, Decoder, DecoderOutput, State
     from attnlab.plugins.encoder import Encoder, EncoderOutput
@@ -35,7 +35,7 @@ _WHERE = {
     **dict.fromkeys(("AttentionFactory", "Decoder", "DecoderOutput", "State"), "decoder"),
     **dict.fromkeys(("Encoder", "EncoderOutput"), "encoder"),
     **dict.fromkeys(("require_positive_int", "require_probability"), "options"),
-    "PluginContractError": "_probe",
+    "PluginContractError": "_probe_base",
     **dict.fromkeys(
         ("GROUPS", "PluginError", "PluginInfo", "create_plugin", "describe_plugins", "list_plugins", "load_plugin"),
         "registry",

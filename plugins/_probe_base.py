@@ -1,6 +1,23 @@
-"""What every conformance probe uses: the contract error, the plugin under probe (named in every
+"""Conformance probes: run a plugin once on a tiny batch and check what it hands back.
+
+The one place where the plugin contracts are checked at run time. ``build_model`` probes the
+plugins of every model it builds, ``attnlab plugins --check`` probes every installed plugin, and
+``attnlab.plugins.testing`` gives plugin authors the same checks for their own tests. A violation raises
+:class:`PluginContractError`, a :class:`PluginError` (the CLI prints it as one line) that is also
+an ``AssertionError`` (pytest shows it as a failed check), naming the plugin and its distribution,
+what was expected and what came back::
+
+    scorer 'transposed' (my_scorers:Transposed, from my-scorers 1.0): score(query [3, 2, 8],
+    keys [3, 5, 8]): expected a tensor of shape [B, Lq, Lk] = [3, 2, 5], got [3, 5, 2] (transposed?)
+
+Probes run the plugin in eval mode on a few examples (milliseconds) and touch neither its
+weights nor the global random state, without gradients.
+
+This module holds what every probe uses: the contract error, the plugin under probe (named in every
 message), the checks of tensors, distributions and agreeing paths, and the probe's quiet mode
-(eval, no gradients, the random state kept)."""
+(eval, no gradients, the random state kept). The probes themselves: :mod:`attnlab.plugins._probe_modules`
+(scorers, encoders, decoders) and :mod:`attnlab.plugins._probe_task` (tasks).
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Conformance probes of the model plugins: scorers, encoders and decoders, each run once on a tiny
-batch (see :mod:`attnlab.plugins._probe`)."""
+batch (see :mod:`attnlab.plugins._probe_base`)."""
 
 from __future__ import annotations
 

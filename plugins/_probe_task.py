@@ -1,5 +1,5 @@
 """Conformance probe of task plugins: alphabets, lengths, determinism and alignments of a few
-drawn examples (see :mod:`attnlab.plugins._probe`)."""
+drawn examples (see :mod:`attnlab.plugins._probe_base`)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ batch and raises :class:`PluginContractError` (an ``AssertionError`` and a
         check_scorer(CosineAttention)
         check_scorer(CosineAttention, temperature=5.0)   # with options
 
-The checks are the probes ``build_model`` runs on every model (``attnlab.plugins._probe``) plus,
+The checks are the probes ``build_model`` runs on every model (``attnlab.plugins._probe_base``) plus,
 here only, that a backward pass reaches every parameter. A few milliseconds each.
 
 - :func:`check_scorer`: ``score`` [B, Lq, Lk]; ``forward`` context [B, Lq, output_dim] and weights
@@ -39,17 +39,11 @@ import torch
 from torch import Tensor, nn
 
 from attnlab.plugins import Attention, Decoder, Encoder, EncoderOutput, PluginError, Task, load_plugin
-from attnlab.plugins._probe import (
-    PluginContractError,
-    Subject,
-    probe_decoder,
-    probe_encoder,
-    probe_scorer,
-    probe_task,
-    required_options,
-    source_mask,
-)
+from attnlab.plugins._probe_base import PluginContractError, Subject, source_mask
+from attnlab.plugins._probe_modules import probe_decoder, probe_encoder, probe_scorer
+from attnlab.plugins._probe_task import probe_task
 from attnlab.plugins.attention import AttentionOutput, dot_scores
+from attnlab.plugins.registry import required_options
 
 __all__ = [
     "PluginContractError",

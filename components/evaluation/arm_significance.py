@@ -23,11 +23,13 @@ from attnlab.evaluation.significance import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
     LEVEL,
+    MEASURES,
     UnpairedItems,
     paired_bootstrap,
     paired_items,
     run_items,
 )
+from attnlab.lab.metric_catalogue import SIGNIFICANCE, metric
 
 #: seed -> that seed's run's outcome table, for one arm.
 SeedTables = Mapping[int, pd.DataFrame]
@@ -96,8 +98,10 @@ def against_best(arms: Mapping[str, SeedTables], resamples: int = DEFAULT_RESAMP
     return {"best": best, "level": LEVEL, "resamples": resamples, "pooling": POOLING[by_source], "arms": rows}
 
 
-#: How the table names each measure.
-SHOWN = {"exact_match": "em", "sequence_error_rate": "wer", "token_error_rate": "per"}
+def headings() -> dict[str, str]:
+    """Measure -> its heading in the table (the catalogue's ``significance`` place, else its
+    name), in the order of :data:`attnlab.evaluation.significance.MEASURES`."""
+    return {name: metric(name).shown.get(SIGNIFICANCE, name) for name in MEASURES}
 
 
 def verdict(measure: dict[str, Any] | None) -> str:
@@ -115,7 +119,7 @@ def format_marks(marks: dict[str, Any]) -> str:
     rows = []
     for arm in marks["arms"]:
         cells = {"combination": arm["label"]}
-        for name, short in SHOWN.items():
+        for name, short in headings().items():
             if arm["label"] == marks["best"]:
                 cells[short] = "best"
             else:

@@ -21,9 +21,6 @@ from attnlab.model.assembly import build_task
 from attnlab.plugins import Example, Task
 from attnlab.plugins.tokens import unit_name
 
-#: Examples drawn for a registered model's benchmark by its first promotion.
-DEFAULT_SIZE = 500
-
 
 @dataclass(frozen=True)
 class BenchmarkSet:

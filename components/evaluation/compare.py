@@ -7,6 +7,9 @@ pandas DataFrames.
 - :func:`run_rows` flattens the runs (one row each, failed ones with their error);
 - :func:`comparison_table` is mean +- std over seeds per combination;
 - :func:`format_table` renders it for a terminal.
+
+The metrics of the table, their blocks, headings and formats are the ``sweep`` place of
+:mod:`attnlab.lab.metric_catalogue`.
 """
 
 from __future__ import annotations
@@ -19,27 +22,18 @@ from typing import Any
 import pandas as pd
 
 from attnlab.lab.config import ExperimentConfig
+from attnlab.lab.metric_catalogue import GROUPS, SWEEP, Metric, at, metric_entry, shown_in
 
 #: Grid dimensions, in the order labels are built from them.
 DIMENSIONS = ("task", "scorer", "encoder", "decoder")
-#: Metrics summarised as mean and std over seeds (``test_*`` metrics of a run, and its extras).
-METRICS = ("exact_match", "char_accuracy", "token_error_rate", "sequence_error_rate", "alignment_accuracy", "train_seconds", "parameters")
-#: The alignment measures and erasure tests (:mod:`attnlab.evaluation.alignment`, :mod:`attnlab.evaluation.erasure`),
-#: also summarised over seeds; :func:`format_table` shows them in blocks of their own.
-ATTENTION_METRICS = (
-    "alignment_within_one", "alignment_offset_mode", "alignment_shifted_accuracy", "alignment_error_rate",
-    "erasure_flip_top", "erasure_flip_random", "erasure_flip_gold",
-    "erasure_drop_top", "erasure_drop_random", "erasure_drop_gold",
-)  # fmt: skip
-#: Greedy decoding's output metrics of runs evaluated by beam search (``test_greedy_*``), beside
-#: the beam's; a block of :func:`format_table` of their own.
-GREEDY_METRICS = ("greedy_exact_match", "greedy_token_error_rate", "greedy_sequence_error_rate")
-#: Blocks of :func:`format_table` after the main one: title, metric prefix (dropped in headers).
-BLOCKS = (
-    ("greedy decoding (the runs above used beam search)", "greedy_"),
-    ("alignment", "alignment_"),
-    ("erasure (teacher-forced)", "erasure_"),
-)
+#: The columns of :func:`run_rows` that are not metrics.
+RUN_COLUMNS = ("label", "seed", "status", "run_id", "error")
+
+
+def sweep_metrics(group: str | None = None) -> tuple[Metric, ...]:
+    """The metrics of the sweep's table (the catalogue's ``sweep`` place), in catalogue order:
+    those of the main block (``group`` ""), of one group's block, or all of them (None)."""
+    return shown_in(SWEEP, group)
 
 
 @dataclass(frozen=True)
@@ -74,11 +68,14 @@ def grid_configs(base: ExperimentConfig, grid: Grid) -> list[ExperimentConfig]:
 
 
 def run_rows(results: Iterable[dict[str, Any]], bands: Sequence[tuple[int, int]] = ()) -> pd.DataFrame:
-    """One row per run: label, seed, status, run id, error, the metrics of :data:`METRICS`, the
-    exact match of each band of source lengths (see :func:`length_bands`) and the metrics of
-    :data:`ATTENTION_METRICS`; NaN for a failed run and for a metric the run lacks (a scorer that
-    does not attend). Each result has ``label``, ``seed``, ``status`` and either a train summary
-    (``summary``) or an ``error``."""
+    """One row per run: label, seed, status, run id, error, the main block's metrics of
+    :func:`sweep_metrics`, the exact match of each band of source lengths (see
+    :func:`length_bands`) and the metrics of the other blocks; NaN for a failed run and for a
+    metric the run lacks (a scorer that does not attend). Each result has ``label``, ``seed``,
+    ``status`` and either a train summary (``summary``: a run's own measures, such as
+    ``train_seconds``, are its fields) or an ``error``."""
+    main = [m.name for m in sweep_metrics("")]
+    blocked = [m.name for m in sweep_metrics() if m.group]
     band_names = list(length_bands([], bands))
     rows = []
     for result in results:
@@ -91,14 +88,12 @@ def run_rows(results: Iterable[dict[str, Any]], bands: Sequence[tuple[int, int]]
             "run_id": summary.get("run_id") or result.get("run_id"),
             "error": result.get("error"),
         }
-        for name in METRICS:
-            value = metrics.get(f"test_{name}", summary.get(name))
-            row[name] = float(value) if value is not None else float("nan")
+        values = {m.name: metrics.get(m.key, summary.get(m.name)) for m in sweep_metrics()}
+        row.update({name: float("nan") if values[name] is None else float(values[name]) for name in main})
         row.update(length_bands(summary.get("by_length", []), bands))
-        for name in (*GREEDY_METRICS, *ATTENTION_METRICS):
-            row[name] = float(metrics.get(f"test_{name}", float("nan")))
+        row.update({name: float("nan") if values[name] is None else float(values[name]) for name in blocked})
         rows.append(row)
-    columns = ["label", "seed", "status", "run_id", "error", *METRICS, *band_names, *GREEDY_METRICS, *ATTENTION_METRICS]
+    columns = [*RUN_COLUMNS, *main, *band_names, *blocked]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -118,7 +113,7 @@ def comparison_table(runs: pd.DataFrame, labels: Sequence[str]) -> pd.DataFrame:
     """Per combination (in the order of ``labels``): runs, failed runs, and ``<metric>_mean`` /
     ``<metric>_std`` over the seeds that finished for every numeric metric column of ``runs``
     (std is 0 for a single seed, NaN when none finished); ``error`` holds the first failure."""
-    metrics = [c for c in runs.columns if c not in ("label", "seed", "status", "run_id", "error")]
+    metrics = [c for c in runs.columns if c not in RUN_COLUMNS]
     table = []
     for label in labels:
         group = runs[runs["label"] == label]
@@ -134,31 +129,30 @@ def comparison_table(runs: pd.DataFrame, labels: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame(table)
 
 
-def _shown(table: pd.DataFrame, metrics: Sequence[str], prefix: str = "") -> pd.DataFrame:
-    """``mean +- std`` columns of ``metrics``, headed by their names less ``prefix``."""
+def _shown(table: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
+    """``mean +- std`` columns of ``metrics``, headed and written as the catalogue says (a column
+    it does not declare, a band of source lengths, as the exact match it is: ``em_21_40``)."""
     shown = pd.DataFrame({"combination": table["label"], "runs": table["runs"]})
+    declared = {m.name: m for m in sweep_metrics()}
     for name in metrics:
         mean, std = table[f"{name}_mean"], table[f"{name}_std"]
-        digits = 0 if name == "parameters" else 1 if name.endswith(("seconds", "offset_mode")) else 3
-        shown[name.removeprefix(prefix).replace("exact_match", "em")] = [
-            "-" if pd.isna(m) else f"{m:,.{digits}f} +- {s:,.{digits}f}" for m, s in zip(mean, std)
-        ]
+        entry = declared.get(name) or metric_entry(name, None, at(sweep=name.replace("exact_match", "em")))
+        shown[entry.shown[SWEEP]] = ["-" if pd.isna(m) else f"{entry.short_text(m)} +- {entry.short_text(s)}" for m, s in zip(mean, std)]
     return shown
 
 
 def format_table(table: pd.DataFrame) -> str:
     """The comparison table as text: ``mean +- std`` per metric, failures named. The metrics of
-    :data:`GREEDY_METRICS` and :data:`ATTENTION_METRICS` follow in one block per :data:`BLOCKS`
-    entry (left out when no combination has a value: greedy runs, scorers that do not attend,
-    tasks without alignments)."""
+    each group of the catalogue (:data:`attnlab.lab.metric_catalogue.GROUPS`: greedy decoding,
+    alignment, erasure) follow in a block of their own, left out when no combination has a value
+    (greedy runs, scorers that do not attend, tasks without alignments)."""
     metrics = [c.removesuffix("_mean") for c in table.columns if c.endswith("_mean")]
-    blocked = (*GREEDY_METRICS, *ATTENTION_METRICS)
-    main = [m for m in metrics if m not in blocked]
-    text = _shown(table, main).to_string(index=False)
-    for title, prefix in BLOCKS:
-        block = [m for m in metrics if m in blocked and m.startswith(prefix)]
+    groups = {m.name: m.group for m in sweep_metrics()}
+    text = _shown(table, [m for m in metrics if not groups.get(m)]).to_string(index=False)
+    for group, title in GROUPS.items():
+        block = [m for m in metrics if groups.get(m) == group]
         if block and table[[f"{m}_mean" for m in block]].notna().any().any():
-            text += f"\n\n{title}:\n" + _shown(table, block, prefix).drop(columns="runs").to_string(index=False)
+            text += f"\n\n{title}:\n" + _shown(table, block).drop(columns="runs").to_string(index=False)
     failures = [f"  {row.label}: {row.failed} of {row.runs} failed: {row.error}" for row in table.itertuples() if row.failed]
     summary: str = text + ("\nfailed:\n" + "\n".join(failures) if failures else "")
     return summary

@@ -1,7 +1,8 @@
 """``attnlab compare``: runs side by side, the params in which they differ and their metrics.
 
 Pure: runs arrive as plain dicts (run records, see :mod:`attnlab.lab.run_records`); the comparison is
-a JSON-ready dict, rendered for a terminal by :func:`format_comparison`.
+a JSON-ready dict, rendered for a terminal by :func:`format_comparison`. The metrics compared and
+how each is written are the ``compare`` place of :mod:`attnlab.lab.metric_catalogue`.
 """
 
 from __future__ import annotations
@@ -10,10 +11,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from attnlab.lab.metric_catalogue import COMPARE, metric, shown_in
 from attnlab.lab.run_records import DATA_VERSION_TAG, SHORT_DIGEST, Record, short_id, started
-
-#: Run metrics compared besides the ``test_*`` ones (extras the train flow logs).
-EXTRA_METRICS = ("epochs_trained", "train_seconds", "parameters")
 
 
 def run_label(record: Record) -> str:
@@ -35,11 +34,12 @@ def differing_params(records: Sequence[Record]) -> dict[str, list[str | None]]:
 
 
 def compared_metrics(records: Sequence[Record]) -> dict[str, list[float | None]]:
-    """The test metrics (``test_*``; not the per-length series) and :data:`EXTRA_METRICS` of any
-    run, one value per run (None where a run lacks it): test metrics first, by name."""
+    """The metrics of the catalogue's ``compare`` place that any run logged, by their run keys,
+    one value per run (None where a run lacks it): test metrics (``test_*``) first, by name,
+    then a run's own measures (``epochs_trained``, ...) in catalogue order."""
     present = {key for r in records for key in r.get("metrics", {})}
-    tests = sorted(k for k in present if k.startswith("test_") and not k.endswith("_by_length"))
-    names = tests + [k for k in EXTRA_METRICS if k in present]
+    compared = [m for m in shown_in(COMPARE) if m.key in present]
+    names = sorted(m.key for m in compared if m.test) + [m.key for m in compared if not m.test]
     return {name: [_value(r.get("metrics", {}).get(name)) for r in records] for name in names}
 
 
@@ -64,14 +64,9 @@ def comparison(records: Sequence[Record]) -> dict[str, Any]:
     return {"runs": runs, "params": differing_params(records), "metrics": compared_metrics(records)}
 
 
-def _metric_text(name: str, value: float | None) -> str:
-    if value is None:
-        return "-"
-    if name in ("parameters", "epochs_trained"):
-        return f"{value:,.0f}"
-    if name.endswith("seconds"):
-        return f"{value:.1f}"
-    return f"{value:.4f}"
+def _metric_text(key: str, value: float | None) -> str:
+    """One run's value of the metric logged as ``key``, as the catalogue writes it."""
+    return "-" if value is None else metric(key).text(value)
 
 
 def _block(title: str, labels: Sequence[str], rows: Mapping[str, Sequence[str]]) -> str:

@@ -23,8 +23,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-#: The measures tested, in the order reported: name -> lower is better.
-MEASURES = {"exact_match": False, "sequence_error_rate": True, "token_error_rate": True}
+from attnlab.lab.metric_catalogue import LOWER, metric
+
+#: The measures tested, in the order reported; which direction is better is the metric catalogue's
+#: (:mod:`attnlab.lab.metric_catalogue`).
+MEASURES = ("exact_match", "sequence_error_rate", "token_error_rate")
 #: Rounds of resampling, and the generator's seed (a rerun reports the same numbers).
 DEFAULT_RESAMPLES = 1000
 DEFAULT_SEED = 0
@@ -120,7 +123,7 @@ def _difference(name: str, a: float, b: float, deltas: np.ndarray) -> Difference
     low, high = (float(v) for v in np.percentile(deltas, [2.5, 97.5])) if len(deltas) else (float("nan"), float("nan"))
     better = None
     if p_value < LEVEL:
-        b_better = observed < 0 if MEASURES[name] else observed > 0
+        b_better = observed < 0 if metric(name).better == LOWER else observed > 0
         better = "b" if b_better else "a"
     return Difference(name, a, b, observed, float(deltas.mean()) if len(deltas) else float("nan"), low, high, p_value, better)
 

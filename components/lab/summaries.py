@@ -1,6 +1,7 @@
 """The summaries of a train run and of a sweep as people read them, from the JSON-ready dicts the
 flows return (``attnlab train --json``, ``attnlab sweep --json``): the lines printed at the end,
-the line of each finished sweep run, and the error line of a champion that cannot be loaded.
+the line of each finished sweep run, and the error line of a champion that cannot be loaded. The
+metrics shown, their order, headings and formats come from :mod:`attnlab.lab.metric_catalogue`.
 
 Pure: plain dicts in, text out.
 """
@@ -10,29 +11,46 @@ from __future__ import annotations
 from typing import Any
 
 from attnlab.lab.config import BEST_RULE
+from attnlab.lab.metric_catalogue import GROUPS, SUMMARY, SWEEP_LINE, Metric, shown_in
 
-#: The test metrics on the summary's ``test:`` line, in this order, each when present.
-SHOWN_METRICS = ("exact_match", "char_accuracy", "token_error_rate", "sequence_error_rate", "alignment_accuracy", "attention_entropy")
+#: The erasure line's two measures: their words and the prefix of their metrics' names.
+ERASURE_MEASURES = (("flip rate", "erasure_flip_"), ("probability drop", "erasure_drop_"))
+
+
+def _cells(shown: tuple[Metric, ...], metrics: dict[str, float], place: str = SUMMARY) -> list[str]:
+    """``heading value`` of each of ``shown`` that ``metrics`` has, as the catalogue writes it."""
+    return [f"{m.shown[place]} {m.text(metrics[m.key])}" for m in shown if m.key in metrics]
+
+
+def erasure_line(metrics: dict[str, float]) -> str | None:
+    """The summary's line on the erasure tests, e.g. ``erasure (500 test examples): flip rate top
+    0.2567  random 0.0000  gold 0.2480;  probability drop top ...``; None without them."""
+    shown = shown_in(SUMMARY, "erasure")
+    parts = []
+    for words, prefix in ERASURE_MEASURES:
+        cells = _cells(tuple(m for m in shown if m.name.startswith(prefix)), metrics)
+        if cells:
+            parts.append(f"{words} " + "  ".join(cells))
+    if not parts:
+        return None
+    examples = metrics.get("test_erasure_examples")
+    sample = f" ({examples:.0f} test examples)" if examples is not None else ""
+    return f"erasure{sample}: " + ";  ".join(parts)
 
 
 def attention_lines(metrics: dict[str, float]) -> list[str]:
-    """The summary's lines on the alignment measures and the erasure tests (``test_*`` metrics),
-    each only when its metrics are there (a scorer that does not attend has neither)."""
+    """The summary's line of each group of the catalogue after the ``test:`` line (the alignment
+    measures, the erasure tests, ...: ``test_*`` metrics), each only when its metrics are there (a
+    scorer that does not attend has none)."""
     lines = []
-    if "test_alignment_offset_mode" in metrics:
-        lines.append(
-            f"alignment: within one {metrics['test_alignment_within_one']:.4f}  "
-            f"offset mode {metrics['test_alignment_offset_mode']:+.0f}  "
-            f"shifted by the mode {metrics['test_alignment_shifted_accuracy']:.4f}  "
-            f"error rate (AER) {metrics['test_alignment_error_rate']:.4f}"
-        )
-    probes = [p for p in ("top", "random", "gold") if f"test_erasure_flip_{p}" in metrics]
-    if probes:
-        flips = "  ".join(f"{p} {metrics[f'test_erasure_flip_{p}']:.4f}" for p in probes)
-        drops = "  ".join(f"{p} {metrics[f'test_erasure_drop_{p}']:.4f}" for p in probes)
-        examples = metrics.get("test_erasure_examples")
-        sample = f" ({examples:.0f} test examples)" if examples is not None else ""
-        lines.append(f"erasure{sample}: flip rate {flips};  probability drop {drops}")
+    for group in GROUPS:
+        if group == "erasure":
+            line = erasure_line(metrics)
+        else:
+            cells = _cells(shown_in(SUMMARY, group), metrics)
+            line = f"{group}: " + "  ".join(cells) if cells else None
+        if line:
+            lines.append(line)
     return lines
 
 
@@ -68,7 +86,7 @@ def format_summary(summary: dict[str, Any]) -> str:
     """The human summary of a train run (the JSON summary's main fields; ``ui``: how to open the
     MLflow UI)."""
     metrics = summary["metrics"]
-    shown = "  ".join(f"{name} {metrics['test_' + name]:.4f}" for name in SHOWN_METRICS if "test_" + name in metrics)
+    shown = "  ".join(_cells(shown_in(SUMMARY, ""), metrics))
     model = summary["model"]
     benchmark = model.get("benchmark")
     where = f" on the benchmark ({benchmark['size']} examples, run {benchmark['run_id']})" if benchmark else ""
@@ -110,12 +128,8 @@ def finish_line(index: int, total: int, result: dict[str, Any]) -> str:
         return f"{head} FAILED: {result['error']}"
     summary = result["summary"]
     metrics = summary["metrics"]
-    alignment = metrics.get("test_alignment_accuracy")
-    extra = f"  alignment {alignment:.3f}" if alignment is not None else ""
-    return (
-        f"{head} exact_match {metrics['test_exact_match']:.3f}  char_accuracy {metrics['test_char_accuracy']:.3f}{extra}"
-        f"  ({summary['epochs']} epoch{'s' * (summary['epochs'] != 1)}, {summary['train_seconds']:.1f} s training)"
-    )
+    scores = "  ".join(f"{m.shown[SWEEP_LINE]} {m.short_text(metrics[m.key])}" for m in shown_in(SWEEP_LINE) if m.key in metrics)
+    return f"{head} {scores}  ({summary['epochs']} epoch{'s' * (summary['epochs'] != 1)}, {summary['train_seconds']:.1f} s training)"
 
 
 def promotion_lines(summary: dict[str, Any]) -> list[str]:

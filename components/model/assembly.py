@@ -21,7 +21,9 @@ from attnlab.plugins import (
     create_plugin,
     load_plugin,
 )
-from attnlab.plugins._probe import Subject, first_of_each, probe_decoder, probe_encoder, probe_scorer, probe_task
+from attnlab.plugins._probe_base import Subject, first_of_each
+from attnlab.plugins._probe_modules import probe_decoder, probe_encoder, probe_scorer
+from attnlab.plugins._probe_task import probe_task
 from attnlab.plugins.options import Configurable
 
 
@@ -150,7 +152,7 @@ _probed: set[tuple[object, ...]] = set()
 def probe_model(config: ExperimentConfig, task: Task, model: Seq2Seq, scorers: list[Attention]) -> None:
     """Run every plugin of ``model`` once on a tiny batch before anything trains on it: the task,
     the encoder, each distinct scorer the decoder built, the decoder over the encoder's output
-    (``attnlab.plugins._probe``). A few milliseconds, without gradients, in eval mode, leaving the
+    (``attnlab.plugins._probe_base``). A few milliseconds, without gradients, in eval mode, leaving the
     weights, the modules' modes and the global random state as they were.
 
     Raises PluginContractError (a PluginError) naming the plugin, its distribution, what was

@@ -19,6 +19,11 @@ from typing import Any
 
 #: Decimal places the score difference is rounded to before it is compared with the margin.
 PRECISION = 9
+#: The margin a challenger must beat the champion by when none is given: 0, strictly better.
+DEFAULT_MARGIN = 0.0
+#: Examples drawn for a registered model's benchmark by its first promotion (later ones reuse
+#: that set; :func:`attnlab.evaluation.benchmark.draw_benchmark` draws them).
+BENCHMARK_SIZE = 500
 
 
 @dataclass(frozen=True)

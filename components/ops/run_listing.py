@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from attnlab.lab.metric_catalogue import RUNS, RUNS_JSON, Metric, shown_in
 from attnlab.lab.run_records import DATA_VERSION_TAG, MODEL_NAME_TAG, RETRAIN_SKIPPED_TAG, SHORT_DIGEST, Record, short_id, started
 
 #: The run statuses MLflow knows, as ``--status`` accepts them.
@@ -42,7 +43,8 @@ def _number(metrics: Mapping[str, float], key: str) -> float | None:
 
 def run_row(record: Record, champion_runs: Iterable[str] | Mapping[str, str | None] = ()) -> dict[str, Any]:
     """One run as a row of ``attnlab runs --json``: ids, status, start (UTC), plugins and task,
-    test exact match, token and sequence error rates, alignment accuracy, epochs trained, whether
+    the metrics of the catalogue's ``runs_json`` place (test exact match, token and sequence error
+    rates, alignment accuracy: keyed by their headings there), epochs trained, whether
     the registered model (``model``), the data digest (``data``), why a retrain did not train
     (``skipped``, None when it did), whether it is the champion's run (``champion_runs``: the run
     ids of the model versions holding the
@@ -61,21 +63,21 @@ def run_row(record: Record, champion_runs: Iterable[str] | Mapping[str, str | No
         **{key: tags.get(key) or params.get(key) for key in ("task", "scorer", "encoder", "decoder")},
         "model": tags.get(MODEL_NAME_TAG),
         "data": tags.get(DATA_VERSION_TAG),
-        "exact_match": _number(metrics, "test_exact_match"),
-        "token_error_rate": _number(metrics, "test_token_error_rate"),
-        "sequence_error_rate": _number(metrics, "test_sequence_error_rate"),
-        "alignment": _number(metrics, "test_alignment_accuracy"),
+        **{m.shown[RUNS_JSON]: _number(metrics, m.key) for m in shown_in(RUNS_JSON)},
         "epochs": None if epochs is None else int(epochs),
         "champion": record["run_id"] in set(champion_runs),
         "champion_unusable": unusable,
     }
 
 
-def _shown(value: Any, digits: int = 4) -> str:
+def _shown(value: Any, entry: Metric | None = None) -> str:
+    """A cell: ``-`` for None, a metric as the catalogue writes it, a float with 4 decimals."""
     if value is None:
         return "-"
+    if entry is not None:
+        return entry.text(value)
     if isinstance(value, float):
-        return f"{value:.{digits}f}"
+        return f"{value:.4f}"
     return str(value)
 
 
@@ -88,10 +90,12 @@ def _table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 def format_runs(rows: Sequence[Mapping[str, Any]]) -> str:
     """The rows of :func:`run_row` as a text table, the champion's run marked ``*``, a retrain
-    that did not train shown ``SKIPPED``; the error rates headed ``token_err`` and ``seq_err``,
-    the data digest cut to :data:`SHORT_DIGEST` characters."""
+    that did not train shown ``SKIPPED``; the metrics of the catalogue's ``runs`` place under
+    their headings there (the error rates ``token_err`` and ``seq_err``), the data digest cut to
+    :data:`SHORT_DIGEST` characters."""
     if not rows:
         return ""
+    shown = shown_in(RUNS)
     columns = (
         "",
         "run",
@@ -101,10 +105,7 @@ def format_runs(rows: Sequence[Mapping[str, Any]]) -> str:
         "task",
         "model",
         "scorer/encoder/decoder",
-        "exact_match",
-        "token_err",
-        "seq_err",
-        "alignment",
+        *(m.shown[RUNS] for m in shown),
         "epochs",
         "data",
     )
@@ -121,10 +122,7 @@ def format_runs(rows: Sequence[Mapping[str, Any]]) -> str:
                 row.get("task") or "-",
                 row.get("model") or "-",
                 "-" if plugins == "-/-/-" else plugins,
-                _shown(row["exact_match"]),
-                _shown(row.get("token_error_rate")),
-                _shown(row.get("sequence_error_rate")),
-                _shown(row["alignment"]),
+                *(_shown(row.get(m.shown.get(RUNS_JSON, m.name)), m) for m in shown),
                 _shown(row["epochs"]),
                 (row.get("data") or "-")[:SHORT_DIGEST],
             )

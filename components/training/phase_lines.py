@@ -17,7 +17,7 @@ from contextlib import contextmanager
 QUIET_SECONDS = 5.0
 #: Then one line every this many seconds.
 EVERY_SECONDS = 15.0
-#: What each phase of a train run is called in its lines (see :mod:`attnlab.flows.run_steps`).
+#: What each phase of a train run is called in its lines (see :mod:`attnlab.flows.run.run_steps`).
 PHASES = {
     "check": "reading the task's data",
     "start": "starting Prefect's server",

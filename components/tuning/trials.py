@@ -14,12 +14,14 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from attnlab.lab.errors import UserError
 
+#: Which way an objective is better, in Optuna's words.
+Direction = Literal["maximize", "minimize"]
 #: What a trial is scored by (the validation measure of the weights it kept) -> its direction.
-OBJECTIVES = {"val_exact_match": "maximize", "val_loss": "minimize"}
+OBJECTIVES: dict[str, Direction] = {"val_exact_match": "maximize", "val_loss": "minimize"}
 #: The pruners a space may name, with the settings each takes (and their defaults).
 PRUNERS: dict[str, dict[str, Any]] = {
     "median": {"startup_trials": 5, "warmup_epochs": 1},
@@ -70,7 +72,7 @@ def parse_pruner(value: Any, where: str = "the search space") -> dict[str, Any] 
     return None if name == "none" else {"name": name, **settings}
 
 
-def direction(objective: str) -> str:
+def direction(objective: str) -> Direction:
     """``maximize`` or ``minimize``."""
     return OBJECTIVES[objective]
 

@@ -1,8 +1,9 @@
 """The attention explorer: one self-contained HTML page from one JSON-able document.
 
 :func:`explorer_html` checks a *document* (a plain dict, schema version 1: see
-:mod:`attnlab.viz.explorer_document`), rounds its weights to :data:`WEIGHT_DECIMALS` decimals and
-embeds it as JSON in ``<script type="application/json" id="explorer-data">``; the page's inline
+:mod:`attnlab.viz.explorer_document`), rounds its weights to
+:data:`~attnlab.viz.explorer_document.WEIGHT_DECIMALS` decimals and embeds it as JSON in
+``<script type="application/json" id="explorer-data">``; the page's inline
 script (``explorer_assets/explorer.js``) and style (``explorer_assets/explorer.css``) draw it. The
 page fetches nothing and stores nothing, so it opens as a local file and inside the MLflow UI's
 artifact viewer (an iframe). It carries the glyphs of the non-ASCII characters its document
@@ -19,14 +20,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from attnlab.viz.explorer_document import SCHEMA_VERSION, WEIGHT_DECIMALS, WEIGHT_SLACK, compact_document
+from attnlab.viz.explorer_document import compact_document
 from attnlab.viz.fonts import bundled_cjk_font, embedded_characters, font_face_css, subset_font
 
 __all__ = [
-    "SCHEMA_VERSION",
-    "WEIGHT_DECIMALS",
-    "WEIGHT_SLACK",
-    "compact_document",
     "document_characters",
     "embed_json",
     "embedded_font_css",

@@ -28,6 +28,7 @@ from attnlab.data.splits import encode_examples
 from attnlab.evaluation.attribution import AttributionOptions
 from attnlab.evaluation.metrics import decode_texts
 from attnlab.lab.config import ExperimentConfig
+from attnlab.lab.metric_catalogue import EXPLORER, shown_in
 from attnlab.model.assembly import Seq2Seq
 from attnlab.plugins import Example
 from attnlab.viz import explorer_views
@@ -56,7 +57,6 @@ __all__ = [
     "PROBE_EXAMPLES",
     "RUN_EXAMPLES",
     "SCHEMA_VERSION",
-    "SHOWN_METRICS",
     "SWEEP_EXAMPLES",
     "WEIGHT_BUDGET",
     "SnapshotRecorder",
@@ -93,8 +93,6 @@ CURVE_EXAMPLES = 100
 EXPLAINED_EXAMPLES = 20
 #: Examples viewed first while filling a page; their size says how many more fit the budget.
 BUDGET_BATCH = 50
-#: Metrics shown beside a model's name, when the evaluation has them.
-SHOWN_METRICS = ("exact_match", "char_accuracy", "alignment_accuracy", "alignment_within_one")
 
 
 def run_examples(
@@ -156,10 +154,11 @@ def describe(config: ExperimentConfig) -> str:
 
 
 def shown_metrics(metrics: Mapping[str, float]) -> dict[str, float]:
-    """The metrics shown beside a model's name (:data:`SHOWN_METRICS`, finite ones; a ``test_``
-    prefix is dropped)."""
+    """The metrics shown beside a model's name (the metric catalogue's ``explorer`` place, finite
+    ones), by name (a ``test_`` prefix is dropped)."""
     plain = {name.removeprefix("test_"): value for name, value in metrics.items()}
-    return {name: float(plain[name]) for name in SHOWN_METRICS if name in plain and math.isfinite(float(plain[name]))}
+    names = [m.name for m in shown_in(EXPLORER)]
+    return {name: float(plain[name]) for name in names if name in plain and math.isfinite(float(plain[name]))}
 
 
 def model_entry(

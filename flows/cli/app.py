@@ -1,5 +1,8 @@
-"""The ``attnlab`` command: train (train_cli.py), predict (predict_cli.py), plugins and ui
-(plugins_cli.py), sweep (sweep_cli.py), schedule and server (service_cli.py), store (store_cli.py).
+"""The ``attnlab`` command: train (train.py), predict (predict.py), plugins and ui (plugins.py),
+sweep (sweep.py), tune (tune.py), schedule and server (service.py, server.py), runs (runs.py),
+compare (compare.py), store relocate (store.py); each module adds its commands in ``register``. Every flag is
+a parameter declared ``Annotated[type, typer.Option(...)]``; a flag several commands take
+(``--json``, ``--verbose``, the config flags, the runners) is declared once in options.py.
 
 Every user mistake ends as one line on stderr (``attnlab: error: ...``) and exit status 2; a
 Ctrl-C during training ends the MLflow run KILLED and exits 130. Heavy libraries (torch, prefect,
@@ -9,11 +12,13 @@ mlflow) are imported inside the commands that need them, after the log levels ar
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import typer
 import typer.core
 
 from attnlab.flows import ENV_DEFAULTS  # noqa: F401  (sets the telemetry defaults first)
+from attnlab.flows.cli import compare as compare_cli
 from attnlab.flows.cli import plugins as plugins_cli
 from attnlab.flows.cli import predict as predict_cli
 from attnlab.flows.cli import runs as runs_cli
@@ -24,12 +29,15 @@ from attnlab.flows.cli import train as train_cli
 from attnlab.flows.cli import tune as tune_cli
 from attnlab.flows.cli.support import PROG
 
+if TYPE_CHECKING:  # the click that typer vendors, whose TyperGroup this app's group extends
+    from typer._click import Context, HelpFormatter
+
 
 class _WholeSentenceGroup(typer.core.TyperGroup):
     """Lists each command with the whole first sentence of its help, wrapped to the terminal
     (click cuts it to what fits on one line and ends it with "...")."""
 
-    def format_commands(self, ctx, formatter) -> None:
+    def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
         rows = []
         for name in self.list_commands(ctx):
             command = self.get_command(ctx, name)
@@ -49,7 +57,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-for module in (train_cli, predict_cli, plugins_cli, sweep_cli, tune_cli, service_cli, runs_cli, store_cli):
+for module in (train_cli, predict_cli, plugins_cli, sweep_cli, tune_cli, service_cli, runs_cli, compare_cli, store_cli):
     module.register(app)
 
 
@@ -82,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
             typer.echo(ctx.get_help() if ctx is not None else "usage: attnlab COMMAND", err=True)
             return 2
         where = ctx.command_path if ctx is not None else PROG
-        typer.echo(f"{PROG}: error: {exc.format_message()} (see '{where} --help')", err=True)
+        message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        typer.echo(f"{PROG}: error: {message} (see '{where} --help')", err=True)
         return int(getattr(exc, "exit_code", 2) or 2)
     except typer.Abort:
         typer.echo(f"{PROG}: aborted", err=True)

@@ -1,4 +1,8 @@
-"""The flags that several ``attnlab`` commands share, declared once as ``Annotated`` types.
+"""Flags of the ``attnlab`` commands, declared once as ``Annotated`` types: every flag that
+several commands share (``--json``: :data:`JsonOutput`, ``--verbose``: :data:`Verbose`, the config
+flags, the runners), and under one heading each the own flags of ``sweep``, ``tune``, ``compare``
+and ``predict``. The other commands declare their few own flags in their signatures, the same way
+(``name: Annotated[type, typer.Option(...)] = default``).
 
 ``attnlab train``, ``attnlab sweep`` and ``attnlab schedule`` build one experiment config from
 the same flags (numbers arrive as text and are validated with the config, so a bad one is
@@ -69,8 +73,8 @@ ConfigOptions = Annotated[
 # --------------------------------------------------------------------------- where and how
 
 Experiment = Annotated[str | None, typer.Option(metavar="NAME", help="MLflow experiment (default: the registered model's name)")]
-JsonOutput = Annotated[bool, typer.Option("--json", help="print the summary as one JSON object")]
-Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="show Prefect's and MLflow's logs")]
+JsonOutput = Annotated[bool, typer.Option("--json", help="print the result as one JSON object instead of text")]
+Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="show MLflow's and Prefect's logs")]
 
 #: The config fields a command line sets, each by its flag (``--embedding-dim`` for ``embedding_dim``).
 CONFIG_FLAGS: dict[str, Any] = {
@@ -166,3 +170,85 @@ Paired = Annotated[
     bool, typer.Option("--paired", help="require the paired test: runs on different test splits, or without per-item outcomes, are refused")
 ]
 Resamples = Annotated[int, typer.Option(metavar="N", help="bootstrap resamples of the paired test")]
+
+# --------------------------------------------------------------------------- sweep
+
+Seeds = Annotated[str, typer.Option(metavar="N,N,...", help="seeds; each combination trains once per seed")]
+LengthBands = Annotated[
+    str | None,
+    typer.Option(metavar="LOW-HIGH,...", help="also tabulate exact match on these source-length ranges, e.g. 5-20,21-40,41-50"),
+]
+SavePlots = Annotated[Path | None, typer.Option(metavar="DIR", help="also copy the sweep's figures into this folder (created if missing)")]
+Register = Annotated[bool, typer.Option("--register", help="register every finished run (as --model-name) and promote by the one rule")]
+LogModels = Annotated[
+    bool,
+    typer.Option("--log-models", help="log every run's model to MLflow (off by default: a sweep compares; --register logs them anyway)"),
+]
+ExamplePlots = Annotated[
+    bool,
+    typer.Option(
+        "--example-plots",
+        help="draw each run's heatmaps of 4 test examples too (off by default: each run draws the shared probe's; its explorer.html shows every test example)",
+    ),
+]
+ResumeSweep = Annotated[
+    bool,
+    typer.Option(
+        "--resume", help="reuse the runs an earlier sweep in the experiment finished with the same config and data; train only the rest"
+    ),
+]
+
+# --------------------------------------------------------------------------- predict
+
+Sources = Annotated[
+    list[str] | None,
+    typer.Argument(
+        metavar="[TEXT]...",
+        help="source strings, e.g. 25-12-2023; a lone '-' reads them from stdin as --file - does",
+        show_default=False,
+    ),
+]
+ModelUri = Annotated[
+    str | None,
+    typer.Option(metavar="URI", help="MLflow model URI (models:/NAME@ALIAS, models:/NAME/VERSION, runs:/ID/model) or a bundle folder"),
+]
+ChampionTask = Annotated[str, typer.Option(metavar="NAME", help="task whose champion to use when --model is not given")]
+ChampionName = Annotated[
+    str | None,
+    typer.Option(
+        "--model-name",
+        metavar="NAME",
+        help="registered model whose champion to use when --model is not given (default: attnlab-<task>), e.g. attnlab-pairs-lexicon",
+    ),
+]
+HeatmapFile = Annotated[
+    Path | None,
+    typer.Option(
+        metavar="FILE.png", help="save the attention heatmap here (PNG; FILE-N.png for several inputs; missing folders are created)"
+    ),
+]
+ExplorerFile = Annotated[
+    Path | None,
+    typer.Option(
+        metavar="FILE.html",
+        help="write the interactive attention explorer for the inputs here (one self-contained page; missing folders are created)",
+    ),
+]
+SourcesFile = Annotated[
+    str | None,
+    typer.Option(
+        "--file",
+        metavar="PATH",
+        help="read the sources from PATH, one a line ('-': stdin); blank lines are skipped; decoded 256 lines at a time, each batch printed as it is done",
+    ),
+]
+SkipBad = Annotated[
+    bool,
+    typer.Option(
+        "--skip-bad",
+        help="with --file: skip refused lines (each named on stderr with its line number, then a count) instead of refusing the whole input",
+    ),
+]
+Beams = Annotated[
+    str | None, typer.Option("--beam-size", metavar="N", help="decode by beam search with N beams (1..100; default 1 = greedy)")
+]

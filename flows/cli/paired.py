@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attnlab.flows.tracking.errors import UserError
 
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
 
-def paired_block(client, records: list[dict[str, Any]], strict: bool, resamples: int) -> tuple[dict[str, Any], str]:
+
+def paired_block(client: MlflowClient, records: list[dict[str, Any]], strict: bool, resamples: int) -> tuple[dict[str, Any], str]:
     """(the JSON's ``significance`` entries, the text block) of every run of ``records`` against
     the first. When there can be no paired test (a run without per-item outcomes, runs on
     different test splits) the block is one line saying why; with ``strict`` (``--paired``)
@@ -22,7 +25,7 @@ def paired_block(client, records: list[dict[str, Any]], strict: bool, resamples:
         run_items,
     )
     from attnlab.flows.tracking.outcomes import run_outcomes
-    from attnlab.ops.run_listing import short_id
+    from attnlab.lab.run_records import short_id
 
     if resamples < 1:
         raise UserError(f"--resamples {resamples}: give at least 1")

@@ -4,11 +4,16 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from attnlab.flows.cli.options import JsonOutput
 from attnlab.flows.cli.support import fail
+
+if TYPE_CHECKING:
+    from attnlab.flows.services.servers import Server
+    from attnlab.flows.tracking.store import Store
 
 
 def register(app: typer.Typer) -> None:
@@ -44,10 +49,10 @@ def plugin_table(check: bool = False) -> dict[str, list[dict[str, Any]]]:
 
 
 def plugins(
-    json_output: bool = typer.Option(False, "--json", help="print one JSON object"),
-    check: bool = typer.Option(
-        False, "--check", help="also run each plugin once on a tiny batch and check its contract (exit 1 if any is broken)"
-    ),
+    json_output: JsonOutput = False,
+    check: Annotated[
+        bool, typer.Option("--check", help="also run each plugin once on a tiny batch and check its contract (exit 1 if any is broken)")
+    ] = False,
 ) -> None:
     """List every installed plugin per group, with its distribution and its options (default and
     type); broken ones show their error.
@@ -91,9 +96,9 @@ def format_options(options: list[dict[str, Any]]) -> str:
 
 
 def ui(
-    host: str = typer.Option("127.0.0.1", metavar="HOST", help="interface to bind (keep 127.0.0.1 unless you mean to share it)"),
-    port: int = typer.Option(5000, min=1, max=65535, metavar="PORT", help="port"),
-    timeout: float = typer.Option(180.0, metavar="SECONDS", help="longest wait for the UI to answer before giving up"),
+    host: Annotated[str, typer.Option(metavar="HOST", help="interface to bind (keep 127.0.0.1 unless you mean to share it)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, metavar="PORT", help="port")] = 5000,
+    timeout: Annotated[float, typer.Option(metavar="SECONDS", help="longest wait for the UI to answer before giving up")] = 180.0,
 ) -> None:
     """Start the MLflow UI on the embedded store, print its links once it answers (Ctrl-C stops
     it)."""
@@ -102,8 +107,9 @@ def ui(
     from attnlab.flows.tracking.store import resolve_store
     from attnlab.lab.service_options import timeout_problem
 
-    if timeout_problem(timeout):
-        raise fail(timeout_problem(timeout))
+    too_short = timeout_problem(timeout)
+    if too_short:
+        raise fail(too_short)
     store = resolve_store()
     if not store.embedded and store.tracking_uri.startswith(("http://", "https://")):
         typer.echo(f"runs are tracked on {store.tracking_uri} (MLFLOW_TRACKING_URI); open it in a browser")
@@ -119,7 +125,7 @@ def ui(
     raise typer.Exit(serve_ui(server, base, links, timeout))
 
 
-def serve_ui(server, base: str, links: list[str], timeout: float) -> int:
+def serve_ui(server: Server, base: str, links: list[str], timeout: float) -> int:
     """Start ``server``, say how long it has been waited for until its health URL answers, then
     print ``links`` and serve until it exits or this process is interrupted or terminated; stop
     it with all its workers. The exit status: the server's, 0 after Ctrl-C, 1 when it did not
@@ -130,12 +136,13 @@ def serve_ui(server, base: str, links: list[str], timeout: float) -> int:
 
     try:
         with sigterm_as_interrupt():
-            server.start()
+            process = server.start().process
+            assert process is not None  # start() started it
             with WaitingLine(server.name, base) as waiting:
                 servers.wait_healthy([server], timeout, on_wait=waiting.show)
             for line in links:
                 typer.echo(line, err=True)
-            return server.process.wait()
+            return process.wait()
     except KeyboardInterrupt:
         return 0
     except servers.ServerTimeout:
@@ -171,12 +178,12 @@ class WaitingLine:
     def __enter__(self) -> WaitingLine:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.interactive and self.last is not None:
             typer.echo("\r\033[K", err=True, nl=False)
 
 
-def ui_links(store, base: str) -> list[str]:
+def ui_links(store: Store, base: str) -> list[str]:
     """Where to point a browser: each attnlab experiment's runs table in the model-training layout
     with attnlab's saved view (see :mod:`attnlab.flows.tracking.mlflow_ui`), else the experiments list."""
     from attnlab.flows.tracking.mlflow_ui import RUNS_VIEW_ID, SAVED_VIEW_PREFIX, experiments_url, runs_page_url

@@ -6,13 +6,35 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
+from attnlab.flows.cli.options import (
+    Beams,
+    ChampionName,
+    ChampionTask,
+    ExplorerFile,
+    HeatmapFile,
+    JsonOutput,
+    ModelUri,
+    SkipBad,
+    Sources,
+    SourcesFile,
+    Verbose,
+)
 from attnlab.flows.cli.predict_outputs import check_outputs, save_heatmaps, write_page
 from attnlab.flows.cli.support import quiet, user_errors
 from attnlab.flows.tracking.errors import UserError
 from attnlab.model.uri import bundle_folder, check_model_option
+
+if TYPE_CHECKING:  # torch comes with them
+    from attnlab.model.predict import Prediction
+    from attnlab.model.predictor import Predictor
+    from mlflow import MlflowClient
+
+#: A model's saved config and task (``config.json``, ``task.json``; None without one) as plain dicts.
+ModelFiles = tuple[dict[str, Any], dict[str, Any] | None]
 
 
 def register(app: typer.Typer) -> None:
@@ -29,7 +51,7 @@ def open_store(model: str | None, name: str, task: str) -> str:
 
     store = resolve_store()
     if model is None:
-        if store.embedded and not (store.folder / "mlflow.db").exists():
+        if store.folder is not None and not (store.folder / "mlflow.db").exists():
             store_guard.check_not_lost(store.folder)  # the database is lost, not yet to be made
             raise UserError(
                 f"no registered model {name!r} yet (no MLflow store at {store.folder}); train one first: attnlab train --task {task}"
@@ -48,7 +70,7 @@ def open_store(model: str | None, name: str, task: str) -> str:
     return model_registry.resolve_model_uri(model, name)
 
 
-def others_hint(client, name: str, task: str) -> str:
+def others_hint(client: MlflowClient, name: str, task: str) -> str:
     """What to do when ``name`` has no champion: choose another registered model of the task
     (listed), or train one."""
     from attnlab.lab.names import model_name
@@ -60,7 +82,7 @@ def others_hint(client, name: str, task: str) -> str:
     return f"train one first: attnlab train --task {task}"
 
 
-def model_files(model: str | None, uri: str | None) -> tuple[dict, dict | None] | None:
+def model_files(model: str | None, uri: str | None) -> ModelFiles | None:
     """The config and saved task (``config.json`` and ``task.json`` as plain dicts; None for a
     model saved without a task file) of the model to load, read without loading it or importing
     torch: from a bundle folder (checked with the folder's other files:
@@ -74,12 +96,14 @@ def model_files(model: str | None, uri: str | None) -> tuple[dict, dict | None] 
         task_file = folder / "task.json"
         task = json.loads(task_file.read_text()) if task_file.is_file() else None
         return read_bundle(folder)[0].model_dump(mode="json"), task if isinstance(task, dict) else None
+    if uri is None:
+        return None
     import tempfile
 
     import mlflow.artifacts
 
     # The pyfunc model keeps its bundle under artifacts/<pyfunc.BUNDLE>/.
-    found: list[dict | None] = []
+    found: list[dict[str, Any] | None] = []
     with tempfile.TemporaryDirectory() as scratch:
         for name in ("config.json", "task.json"):
             try:
@@ -91,7 +115,7 @@ def model_files(model: str | None, uri: str | None) -> tuple[dict, dict | None] 
     return None if found[0] is None else (found[0], found[1])
 
 
-def check_inputs(texts: list[str], files: tuple[dict, dict | None] | None) -> None:
+def check_inputs(texts: list[str], files: ModelFiles | None) -> None:
     """UserError naming the first of ``texts`` that the task of a model refuses (see
     :meth:`attnlab.plugins.Task.check_source`), before any model is loaded; ``files``: the
     model's config and saved task (:func:`model_files`)."""
@@ -110,7 +134,7 @@ def check_inputs(texts: list[str], files: tuple[dict, dict | None] | None) -> No
         raise UserError(problem)
 
 
-def load_model(model: str | None, uri: str | None):
+def load_model(model: str | None, uri: str | None) -> tuple[str, Predictor]:
     """(uri, :class:`~attnlab.model.predictor.Predictor`) for --model: a bundle folder or the
     MLflow model at ``uri``."""
     folder = bundle_folder(model)
@@ -120,6 +144,7 @@ def load_model(model: str | None, uri: str | None):
         return str(model), Predictor.load(folder)
     from attnlab.flows.tracking import registry as model_registry
 
+    assert uri is not None  # not a bundle folder: open_store resolved the model's URI
     return uri, model_registry.load_predictor(uri)
 
 
@@ -178,51 +203,23 @@ def predict_file(source: str, model: str | None, name: str, task: str, beam: int
 
 
 def predict(
-    texts: list[str] | None = typer.Argument(
-        None,
-        metavar="[TEXT]...",
-        help="source strings, e.g. 25-12-2023; a lone '-' reads them from stdin as --file - does",
-        show_default=False,
-    ),
-    model: str | None = typer.Option(
-        None, metavar="URI", help="MLflow model URI (models:/NAME@ALIAS, models:/NAME/VERSION, runs:/ID/model) or a bundle folder"
-    ),
-    task: str = typer.Option("date", metavar="NAME", help="task whose champion to use when --model is not given"),
-    model_name: str | None = typer.Option(
-        None,
-        "--model-name",
-        metavar="NAME",
-        help="registered model whose champion to use when --model is not given (default: attnlab-<task>), e.g. attnlab-pairs-lexicon",
-    ),
-    plot: Path | None = typer.Option(
-        None, metavar="FILE.png", help="save the attention heatmap here (PNG; FILE-N.png for several inputs; missing folders are created)"
-    ),
-    html: Path | None = typer.Option(
-        None,
-        metavar="FILE.html",
-        help="write the interactive attention explorer for the inputs here (one self-contained page; missing folders are created)",
-    ),
-    file: str | None = typer.Option(
-        None,
-        "--file",
-        metavar="PATH",
-        help="read the sources from PATH, one a line ('-': stdin); blank lines are skipped; decoded 256 lines at a time, each batch printed as it is done",
-    ),
-    skip_bad: bool = typer.Option(
-        False,
-        "--skip-bad",
-        help="with --file: skip refused lines (each named on stderr with its line number, then a count) instead of refusing the whole input",
-    ),
-    beam_size: str | None = typer.Option(
-        None, "--beam-size", metavar="N", help="decode by beam search with N beams (1..100; default 1 = greedy)"
-    ),
-    json_output: bool = typer.Option(False, "--json", help="print one JSON object (with --file: one a line)"),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="show MLflow's logs"),
+    texts: Sources = None,
+    model: ModelUri = None,
+    task: ChampionTask = "date",
+    model_name: ChampionName = None,
+    plot: HeatmapFile = None,
+    html: ExplorerFile = None,
+    file: SourcesFile = None,
+    skip_bad: SkipBad = False,
+    beam_size: Beams = None,
+    json_output: JsonOutput = False,
+    verbose: Verbose = False,
 ) -> None:
     """Predict with a trained model: one line per input (default: the task's champion).
 
     The sources are the arguments, or the lines of --file PATH ('-': stdin). A refused source
-    refuses the whole input before anything is printed; with --file, --skip-bad goes on instead.
+    refuses the whole input before anything is printed; with --file, --skip-bad goes on instead,
+    and --json prints one object a line.
     """
     quiet(verbose)
     with user_errors():
@@ -263,7 +260,7 @@ def chosen_model(model_name: str | None, model: str | None, task: str) -> str:
     return check_name(model_name, "--model-name")
 
 
-def predict_texts(texts: list[str], model: str | None, name: str, task: str, beam: int):
+def predict_texts(texts: list[str], model: str | None, name: str, task: str, beam: int) -> tuple[str, Predictor, list[Prediction]]:
     """(uri, predictor, predictions) of ``texts``: each input checked against the model's task
     before the model (and torch) loads, from the champion's files in the embedded store where it
     can, else from the bundle folder or the MLflow model."""
@@ -273,7 +270,7 @@ def predict_texts(texts: list[str], model: str | None, name: str, task: str, bea
         from attnlab.flows.tracking.store import resolve_store
 
         where = resolve_store()
-        files = champion_config(where.folder, name) if where.embedded else None
+        files = champion_config(where.folder, name) if where.folder is not None else None
         check_inputs(texts, files)
     uri = None if bundle_folder(model) else open_store(model, name, task)
     if files is None:  # not read yet: from the bundle folder or the MLflow model

@@ -20,7 +20,7 @@ from typing import BinaryIO
 import typer
 
 from attnlab.flows.tracking.errors import UserError
-from attnlab.lab.predict_inputs import STDIN, batches, first_bad_line, read_lines, split_batch
+from attnlab.lab.predict_inputs import STDIN, SourceLine, batches, first_bad_line, read_lines, split_batch
 
 
 def open_input(path: str) -> BinaryIO:
@@ -88,7 +88,7 @@ def predict_lines(
         typer.echo(f"skipped {skipped} of {read} source line{'s' * (read != 1)} of {name}", err=True)
 
 
-def _print_batch(lines, outputs: list[str], json_output: bool) -> None:
+def _print_batch(lines: list[SourceLine], outputs: list[str], json_output: bool) -> None:
     if json_output:
         shown = [
             json.dumps({"line": line.number, "source": line.text, "prediction": output}, ensure_ascii=False)

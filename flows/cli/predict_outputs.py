@@ -4,9 +4,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from attnlab.flows.tracking.errors import UserError
 from attnlab.lab.output_paths import check_output_file
+
+if TYPE_CHECKING:  # torch comes with them
+    from attnlab.lab.config import ExperimentConfig
+    from attnlab.model.assembly import Seq2Seq
+    from attnlab.model.predict import Prediction
 
 
 def check_outputs(plot: Path | None, html: Path | None, count: int) -> None:
@@ -19,7 +25,7 @@ def check_outputs(plot: Path | None, html: Path | None, count: int) -> None:
     check_output_file("--html", html, "explorer.html")
 
 
-def write_page(html: Path, seq2seq, texts: list[str], uri: str, config) -> str:
+def write_page(html: Path, seq2seq: Seq2Seq, texts: list[str], uri: str, config: ExperimentConfig) -> str:
     """The explorer page (:mod:`attnlab.viz.explorer`) of the model's attention on ``texts``, and
     of its gradient attributions unless its config's ``explain`` is off, written to ``html``; its
     path. Targets and gold alignments are unknown (null)."""
@@ -43,7 +49,7 @@ def _heads_path(path: Path) -> Path:
     return path.with_name(f"{path.stem}-heads{path.suffix or '.png'}")
 
 
-def save_heatmaps(plot: Path, results, uri: str) -> list[str]:
+def save_heatmaps(plot: Path, results: list[Prediction], uri: str) -> list[str]:
     """The attention heatmap of each result (and its per-head figure, for several heads) saved
     under ``plot`` (FILE-N.png for several); their paths."""
     if any(r.weights is None for r in results):

@@ -4,7 +4,7 @@ loss, time left) or, when stderr is not a terminal or with ``--json``, a plain l
 at each quarter of the epoch (:class:`attnlab.training.progress.PeriodicLines`).
 
 Steps arrive as records of the ``attnlab.training.progress.steps`` logger carrying ``step_progress`` (see
-:func:`attnlab.flows.steps.train`); stdout is never written.
+:func:`attnlab.flows.run.steps.train`); stdout is never written.
 """
 
 from __future__ import annotations
@@ -12,9 +12,12 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from attnlab.training.progress import PeriodicLines, StepProgress, step_line
+
+if TYPE_CHECKING:  # rich is imported when a bar is first drawn
+    from rich.progress import Progress, TaskID
 
 
 class ProgressDisplay(logging.Handler):
@@ -27,9 +30,9 @@ class ProgressDisplay(logging.Handler):
         self.stream = stream or sys.stderr
         self.live = live
         self.lines = PeriodicLines()
-        self._bar = None
-        self._task = None
-        self._epoch = None
+        self._bar: Progress | None = None
+        self._task: TaskID | None = None
+        self._epoch: int | None = None
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
@@ -55,22 +58,24 @@ class ProgressDisplay(logging.Handler):
             self._bar, self._task, self._epoch = None, None, None
 
     def _advance(self, step: StepProgress) -> None:
-        if self._bar is None:
-            self._bar = _make_bar(self.stream)
-            self._bar.start()
-        if step.epoch != self._epoch:  # a resumed or interrupted epoch: start its own bar
-            if self._task is not None:
-                self._bar.remove_task(self._task)
+        bar = self._bar
+        if bar is None:
+            bar = self._bar = _make_bar(self.stream)
+            bar.start()
+        task = self._task
+        if task is None or step.epoch != self._epoch:  # a resumed or interrupted epoch: start its own bar
+            if task is not None:
+                bar.remove_task(task)
             self._epoch = step.epoch
-            self._task = self._bar.add_task(f"epoch {step.epoch}/{step.epochs}", total=step.steps, loss=float("nan"), rate=0.0)
-        self._bar.update(self._task, completed=step.step, loss=step.running_loss, rate=step.samples_per_second)
+            task = self._task = bar.add_task(f"epoch {step.epoch}/{step.epochs}", total=step.steps, loss=float("nan"), rate=0.0)
+        bar.update(task, completed=step.step, loss=step.running_loss, rate=step.samples_per_second)
 
     def close(self) -> None:
         self._stop_bar()
         super().close()
 
 
-def _make_bar(stream: TextIO):
+def _make_bar(stream: TextIO) -> Progress:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 

@@ -1,36 +1,37 @@
 """``attnlab runs`` (the recent runs of an experiment; ``--stale``: runs left RUNNING by a process
-that is gone, ``--end`` ends them FAILED) and ``attnlab compare`` (runs side by side, and their
-attention on the same inputs in one figure).
+that is gone, ``--end`` ends them FAILED), and the store queries ``attnlab compare``
+(:mod:`attnlab.flows.cli.compare`) shares with it.
 
-Only the MLflow queries live here; the tables are built by :mod:`attnlab.ops.run_listing` and
-:mod:`attnlab.evaluation.run_compare`, the figure by :mod:`attnlab.viz.run_plots`.
+Only the MLflow queries live here; the tables are built by :mod:`attnlab.ops.run_listing`.
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from attnlab.flows.cli.options import Paired, Resamples
-from attnlab.flows.cli.paired import paired_block
+from attnlab.flows.cli.options import JsonOutput, Verbose
 from attnlab.flows.cli.support import quiet, user_errors
 from attnlab.flows.tracking.errors import UserError
-from attnlab.lab.output_paths import check_output_file
+
+if TYPE_CHECKING:
+    from mlflow.entities import Run
+
+    from attnlab.flows.tracking.store import Store
+    from mlflow import MlflowClient
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``runs`` and ``compare`` to the ``attnlab`` app."""
+    """Add ``runs`` to the ``attnlab`` app."""
     app.command()(runs)
-    app.command()(compare)
 
 
 # --------------------------------------------------------------------------- MLflow queries
 
 
-def open_store(writable: bool = False):
+def open_store(writable: bool = False) -> tuple[Store, MlflowClient]:
     """(store, client) of the store this process uses, checked (for reading only unless
     ``writable``); UserError when the embedded store holds nothing yet."""
     from attnlab.flows.tracking import store_guard
@@ -38,7 +39,7 @@ def open_store(writable: bool = False):
     from mlflow import MlflowClient
 
     store = resolve_store()
-    if store.embedded and not (store.folder / "mlflow.db").exists():
+    if store.folder is not None and not (store.folder / "mlflow.db").exists():
         store_guard.check_not_lost(store.folder)  # the database is lost, not yet to be made
         raise UserError(f"no MLflow store at {store.folder} yet (no run was logged there); train a model first: attnlab train")
     check_store(store, writable=writable)
@@ -46,7 +47,7 @@ def open_store(writable: bool = False):
     return store, MlflowClient(store.tracking_uri)
 
 
-def run_record(run, experiment: str | None) -> dict[str, Any]:
+def run_record(run: Run, experiment: str | None) -> dict[str, Any]:
     """An MLflow run as the plain dict the core's tables take (see :mod:`attnlab.ops.run_listing`)."""
     return {
         "run_id": run.info.run_id,
@@ -60,7 +61,7 @@ def run_record(run, experiment: str | None) -> dict[str, Any]:
     }
 
 
-def chosen_experiments(client, store, experiment: str | None, task: str | None) -> dict[str, str]:
+def chosen_experiments(client: MlflowClient, store: Store, experiment: str | None, task: str | None) -> dict[str, str]:
     """Experiment id -> name: ``experiment``, else ``attnlab-<task>``, else (neither given) every
     experiment of the store. UserError naming the experiments there when the one asked for is not."""
     if experiment is not None and task is not None:
@@ -70,7 +71,7 @@ def chosen_experiments(client, store, experiment: str | None, task: str | None) 
         return every
     from attnlab.lab.names import experiment_name
 
-    name = experiment if experiment is not None else experiment_name(task)
+    name = experiment if task is None else experiment_name(task)  # one of them is given
     found = {key: value for key, value in every.items() if value == name}
     if not found:
         names = ", ".join(sorted(every.values())) or "none"
@@ -78,18 +79,17 @@ def chosen_experiments(client, store, experiment: str | None, task: str | None) 
     return found
 
 
-def recent_runs(client, experiments: dict[str, str], statuses: tuple[str, ...], limit: int) -> list[dict[str, Any]]:
+def recent_runs(client: MlflowClient, experiments: dict[str, str], statuses: tuple[str, ...], limit: int) -> list[dict[str, Any]]:
     """The newest ``limit`` runs of ``experiments`` (with one of ``statuses`` when given) as run
     records, newest first: one query (one per status: MLflow's filter has no OR)."""
     filters = [f"attributes.status = '{status}'" for status in statuses] or [""]
-    found = []
-    for where in filters:
-        found += client.search_runs(list(experiments), where, max_results=limit, order_by=["attributes.start_time DESC"])
+    newest_first = ["attributes.start_time DESC"]
+    found = [run for where in filters for run in client.search_runs(list(experiments), where, max_results=limit, order_by=newest_first)]
     found.sort(key=lambda run: run.info.start_time or 0, reverse=True)
     return [run_record(run, experiments.get(run.info.experiment_id)) for run in found[:limit]]
 
 
-def champion_runs(client, records: list[dict[str, Any]]) -> dict[str, str | None]:
+def champion_runs(client: MlflowClient, records: list[dict[str, Any]]) -> dict[str, str | None]:
     """The run ids of the model versions holding the champion alias of the registered models of
     ``records`` (tag ``attnlab.model_name``; ``attnlab-<task>`` for a run logged before it),
     each with why its model cannot be loaded (as the last promotion found it), or None."""
@@ -107,18 +107,21 @@ def champion_runs(client, records: list[dict[str, Any]]) -> dict[str, str | None
 
 
 def runs(
-    experiment: str | None = typer.Option(None, metavar="NAME", help="MLflow experiment (default: attnlab-<task>)"),
-    task: str | None = typer.Option(None, metavar="NAME", help="list the experiment attnlab-<task> (default: date)"),
-    limit: int = typer.Option(20, min=1, max=50000, metavar="N", help="show the newest N runs"),
-    status: list[str] = typer.Option(
-        [], metavar="STATUS", help="only runs with this status (RUNNING, FINISHED, FAILED, KILLED, SCHEDULED); repeat or comma-separate"
-    ),
-    stale: bool = typer.Option(
-        False, "--stale", help="list the RUNNING runs whose process is gone (every experiment unless --experiment/--task)"
-    ),
-    end: bool = typer.Option(False, "--end", help="with --stale: end those runs FAILED"),
-    json_output: bool = typer.Option(False, "--json", help="print one JSON object"),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="show MLflow's logs"),
+    experiment: Annotated[str | None, typer.Option(metavar="NAME", help="MLflow experiment (default: attnlab-<task>)")] = None,
+    task: Annotated[str | None, typer.Option(metavar="NAME", help="list the experiment attnlab-<task> (default: date)")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=50000, metavar="N", help="show the newest N runs")] = 20,
+    status: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="STATUS", help="only runs with this status (RUNNING, FINISHED, FAILED, KILLED, SCHEDULED); repeat or comma-separate"
+        ),
+    ] = None,
+    stale: Annotated[
+        bool, typer.Option("--stale", help="list the RUNNING runs whose process is gone (every experiment unless --experiment/--task)")
+    ] = False,
+    end: Annotated[bool, typer.Option("--end", help="with --stale: end those runs FAILED")] = False,
+    json_output: JsonOutput = False,
+    verbose: Verbose = False,
 ) -> None:
     """List recent runs: status, plugins, test metrics, the champion marked; --stale: runs left RUNNING by a dead process."""
     quiet(verbose)
@@ -126,7 +129,7 @@ def runs(
         from attnlab.ops.run_listing import check_statuses
 
         try:
-            statuses = check_statuses(status)
+            statuses = check_statuses(status or ())
         except ValueError as exc:
             raise UserError(str(exc)) from None
         if end and not stale:
@@ -140,7 +143,7 @@ def runs(
     typer.echo(json.dumps(payload, ensure_ascii=False) if json_output else text)
 
 
-def _listing(experiment: str | None, task: str | None, statuses: tuple[str, ...], limit: int) -> tuple[dict, str]:
+def _listing(experiment: str | None, task: str | None, statuses: tuple[str, ...], limit: int) -> tuple[dict[str, Any], str]:
     from attnlab.ops.run_listing import format_runs, run_row
 
     store, client = open_store()
@@ -155,7 +158,7 @@ def _listing(experiment: str | None, task: str | None, statuses: tuple[str, ...]
     return payload, text
 
 
-def _stale(experiment: str | None, task: str | None, end: bool) -> tuple[dict, str]:
+def _stale(experiment: str | None, task: str | None, end: bool) -> tuple[dict[str, Any], str]:
     from attnlab.flows.tracking.runs import end_stale_runs, find_stale_runs
     from attnlab.ops.run_listing import format_stale, stale_row
 
@@ -171,124 +174,3 @@ def _stale(experiment: str | None, task: str | None, end: bool) -> tuple[dict, s
     scope = f" --experiment {experiment}" if experiment else f" --task {task}" if task else ""
     payload = {"tracking_uri": store.tracking_uri, "experiments": sorted(experiments.values()), "stale": rows}
     return payload, format_stale(rows, f"attnlab runs --stale --end{scope}")
-
-
-# --------------------------------------------------------------------------- attnlab compare
-
-
-def find_runs(client, store, given: list[str]) -> list:
-    """The MLflow runs of ``given`` ids, or of unique prefixes of them (as ``attnlab runs`` shows);
-    one UserError naming every id that matches no run or more than one
-    (:func:`attnlab.ops.run_ids.find_runs`)."""
-    from mlflow.exceptions import MlflowException
-
-    from attnlab.flows.tracking.store import is_missing
-    from attnlab.ops import run_ids
-
-    experiments: list[str] = []
-
-    def by_id(key: str):
-        try:
-            return client.get_run(key)
-        except MlflowException as exc:
-            if not is_missing(exc):
-                raise
-            return None
-
-    def by_prefix(key: str) -> list:
-        if not experiments:
-            experiments.extend(e.experiment_id for e in client.search_experiments())
-        return client.search_runs(experiments, run_ids.prefix_filter(key), max_results=2) if experiments else []
-
-    return run_ids.find_runs(given, by_id, by_prefix, store.tracking_uri)
-
-
-def default_inputs(client, run_id: str) -> tuple[list[str], list]:
-    """The first input the train flow plotted for ``run_id`` (its ``attention/weights.json``) and
-    its gold alignment (None when the record has none)."""
-    import mlflow.artifacts
-    from mlflow.exceptions import MlflowException
-
-    try:
-        path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="attention/weights.json")
-        records = json.loads(Path(path).read_text())
-        return [records[0]["source"]], [records[0].get("gold")]
-    except (MlflowException, OSError, ValueError, LookupError, TypeError):
-        raise UserError(f"run {run_id} logged no attention inputs; give the inputs with --input TEXT") from None
-
-
-def predictions_of(run_ids: list[str], inputs: list[str]) -> list[list]:
-    """Each run's model (loaded as ``attnlab predict`` loads ``runs:/<id>/model``) on ``inputs``:
-    ``[input][run]`` predictions. UserError naming the run when a model refuses an input."""
-    from attnlab.flows.api import load_run_predictor
-
-    by_run = []
-    for run_id in run_ids:
-        try:
-            predictor = load_run_predictor(run_id)
-        except UserError as exc:
-            raise UserError(f"{exc} (a sweep logs its runs' models only with --log-models or --register)") from None
-        try:
-            by_run.append(predictor.predict(inputs))
-        except ValueError as exc:
-            raise UserError(f"run {run_id} ({predictor.config.task}): {exc}") from None
-    return [[column[i] for column in by_run] for i in range(len(inputs))]
-
-
-def compare(
-    run_ids: list[str] = typer.Argument(..., metavar="RUN", help="run ids, or their first characters as 'attnlab runs' shows them"),
-    plot: Path | None = typer.Option(
-        None, metavar="FILE.png", help="draw every run's attention on the same inputs in one figure (missing folders are created)"
-    ),
-    inputs: list[str] = typer.Option(
-        [], "--input", metavar="TEXT", help="with --plot: an input to draw (repeat; default: the first run's plotted test input)"
-    ),
-    paired: Paired = False,
-    resamples: Resamples = 1000,
-    json_output: bool = typer.Option(False, "--json", help="print one JSON object"),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="show MLflow's logs"),
-) -> None:
-    """Compare runs side by side: the params that differ, the test metrics and a paired test against the first run; --plot draws their attention."""
-    quiet(verbose)
-    with user_errors():
-        if len(run_ids) < 2:
-            raise UserError(f"give at least two runs to compare, got {len(run_ids)}")
-        if inputs and plot is None:
-            raise UserError("--input chooses what --plot draws: give --plot FILE.png too")
-        check_output_file("--plot", plot, "compare.png")
-        from attnlab.evaluation.run_compare import comparison, format_comparison
-
-        store, client = open_store()
-        found = find_runs(client, store, run_ids)
-        names = {run.info.experiment_id: client.get_experiment(run.info.experiment_id).name for run in found}
-        records = [run_record(run, names[run.info.experiment_id]) for run in found]
-        compared = comparison(records)
-        significance, block = paired_block(client, records, paired, resamples)
-        compared.update(significance)
-        text = format_comparison(compared) + "\n\n" + block
-        if plot is not None:
-            from attnlab.evaluation.run_compare import run_label
-            from attnlab.lab.run_records import short_id
-            from attnlab.viz.heatmaps import save_figure
-            from attnlab.viz.run_plots import attention_by_run
-
-            ids = [record["run_id"] for record in records]
-            golds = None  # the gold alignment is known for the run's own test input only
-            if not inputs:
-                inputs, golds = default_inputs(client, ids[0])
-            grid = predictions_of(ids, inputs)
-            try:
-                saved = save_figure(attention_by_run([run_label(r) for r in records], grid, golds), plot)
-            except OSError as exc:
-                raise UserError(f"--plot {str(plot)!r} cannot be written: {exc.strerror or exc}") from None
-            compared["plot"] = str(saved)
-            compared["predictions"] = [
-                {"input": source, "outputs": {i: p.output for i, p in zip(ids, row)}} for source, row in zip(inputs, grid)
-            ]
-            lines = [
-                f"{source}: " + "  ".join(f"{short_id(i)} -> {p.output}" for i, p in zip(ids, row)) for source, row in zip(inputs, grid)
-            ]
-            text += "\n\npredictions\n" + "\n".join(lines)
-    typer.echo(json.dumps(compared, ensure_ascii=False) if json_output else text)
-    if plot is not None:
-        typer.echo(f"saved {compared['plot']}", err=True)

@@ -8,19 +8,27 @@ from __future__ import annotations
 
 import os
 import time
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from attnlab.flows.cli.support import fail, sigterm_as_interrupt
+
+if TYPE_CHECKING:
+    from attnlab.flows.services.servers import Server
 
 PREFECT_PORT = 4200
 MLFLOW_PORT = 5000
 
 
 def server(
-    prefect_port: int = typer.Option(PREFECT_PORT, min=1, max=65535, metavar="PORT", help="port of the Prefect server (API and UI)"),
-    mlflow_port: int = typer.Option(MLFLOW_PORT, min=1, max=65535, metavar="PORT", help="port of the MLflow server (UI and tracking)"),
-    timeout: float = typer.Option(180.0, metavar="SECONDS", help="longest wait for both servers to answer"),
+    prefect_port: Annotated[
+        int, typer.Option(min=1, max=65535, metavar="PORT", help="port of the Prefect server (API and UI)")
+    ] = PREFECT_PORT,
+    mlflow_port: Annotated[
+        int, typer.Option(min=1, max=65535, metavar="PORT", help="port of the MLflow server (UI and tracking)")
+    ] = MLFLOW_PORT,
+    timeout: Annotated[float, typer.Option(metavar="SECONDS", help="longest wait for both servers to answer")] = 180.0,
 ) -> None:
     """Start a local Prefect server and MLflow server on 127.0.0.1 (for 'attnlab schedule' on one
     machine); print their URLs and the exports; Ctrl-C stops both."""
@@ -29,8 +37,9 @@ def server(
     from attnlab.flows.tracking.store import resolve_store
     from attnlab.lab.service_options import timeout_problem
 
-    if timeout_problem(timeout):
-        raise fail(timeout_problem(timeout))
+    problem = timeout_problem(timeout)
+    if problem:
+        raise fail(problem)
     host = servers.HOST
     store = resolve_store()
     remote = not store.embedded and store.tracking_uri.startswith(("http://", "https://"))
@@ -97,7 +106,7 @@ def check_ports(host: str, prefect_port: int, mlflow_port: int | None) -> None:
             raise fail(f"cannot listen on {host}:{port} ({flag}): {problem}; choose another with {flag}")
 
 
-def watch(running: list) -> None:
+def watch(running: list[Server]) -> None:
     """Wait, checking every second, until one of the ``running`` servers stops: ServerFailed
     naming it, its status, its last log line and its log."""
     from attnlab.flows.services import servers

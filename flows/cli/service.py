@@ -9,8 +9,9 @@ line on stderr and exit status 2, found before anything is created.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -18,21 +19,25 @@ from attnlab.flows.cli.options import CONFIG_FLAGS, DEFAULT_SOURCE, ConfigSource
 from attnlab.flows.cli.server import PREFECT_PORT, server
 from attnlab.flows.cli.support import build_config, err_line, quiet, sigterm_as_interrupt, user_errors
 from attnlab.flows.tracking.errors import UserError
+from attnlab.ops.promotion import BENCHMARK_SIZE, DEFAULT_MARGIN
 from attnlab.ops.retention import DEFAULT_KEEP, keep_problem
+
+if TYPE_CHECKING:
+    from prefect.schedules import Schedule
+
+    from attnlab.flows.tracking.store import Store
+    from attnlab.lab.config import ExperimentConfig
 
 FLOW_NAME = "attnlab-retrain"
 
 
-def register(app) -> None:
+def register(app: typer.Typer) -> None:
     """Add ``schedule`` and ``server`` (:mod:`attnlab.flows.cli.server`) to the ``attnlab`` app."""
     app.command()(schedule)
     app.command()(server)
 
 
-# --------------------------------------------------------------------------- schedule
-
-
-def check_schedule(cron: str, timezone: str) -> Any:
+def check_schedule(cron: str, timezone: str) -> Schedule:
     """The Prefect cron schedule; UserError for a bad cron string or time zone."""
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -102,43 +107,51 @@ def check_work_pool(name: str, url: str) -> None:
             raise UserError(f"no work pool {name!r} on {url}; create it first: prefect work-pool create {name} --type process") from None
 
 
-def store_env(store) -> dict[str, str]:
+def store_env(store: Store) -> dict[str, str]:
     """The environment that points flow runs at ``store`` wherever they start (absolute paths:
     a worker's runs start in a temporary folder)."""
-    if store.embedded:
+    if store.folder is not None:
         return {"ATTNLAB_MLFLOW_DIR": str(store.folder)}
     return {"MLFLOW_TRACKING_URI": store.tracking_uri}
 
 
 @config_command(*(field for field in CONFIG_FLAGS if field != "seed"))  # a retrain draws a fresh seed
 def schedule(
-    cron: str = typer.Option(..., metavar="'MIN HOUR DAY MONTH WEEKDAY'", help="when to retrain, e.g. '0 3 * * *' (03:00 every day)"),
-    timezone: str = typer.Option("UTC", metavar="TZ", help="time zone of the cron expression (IANA name)"),
-    name: str | None = typer.Option(
-        None, metavar="NAME", help="deployment name (default: the registered model's name without 'attnlab-', e.g. date)"
-    ),
-    margin: float = typer.Option(
-        0.0, metavar="FLOAT", help="exact-match difference on the benchmark a challenger must exceed (0: strictly better)"
-    ),
-    benchmark_size: int = typer.Option(
-        500, metavar="N", help="examples of the benchmark set (used when the registered model has none yet)"
-    ),
-    work_pool: str | None = typer.Option(None, metavar="NAME", help="deploy to this work pool (workers run it) instead of serving here"),
-    max_concurrent: int = typer.Option(
-        1, metavar="N", help="runs of this deployment at once, anywhere (each takes 1/N of its machine's cores)"
-    ),
-    when_busy: str = typer.Option(
-        "skip", metavar="skip|queue", help="a tick that finds N runs still going: skip it (its run is cancelled) or queue it"
-    ),
-    keep: int = typer.Option(
-        DEFAULT_KEEP,
-        metavar="N",
-        help="model versions kept after each run: the newest N (at least 2), the champion and the one before it; "
-        "older ones are deleted from the registry (their runs and files stay)",
-    ),  # fmt: skip
-    retrain_always: bool = typer.Option(
-        False, "--retrain-always", help="retrain at every tick, also on a file that the champion or the last retrain already trained on"
-    ),
+    cron: Annotated[str, typer.Option(metavar="'MIN HOUR DAY MONTH WEEKDAY'", help="when to retrain, e.g. '0 3 * * *' (03:00 every day)")],
+    timezone: Annotated[str, typer.Option(metavar="TZ", help="time zone of the cron expression (IANA name)")] = "UTC",
+    name: Annotated[
+        str | None,
+        typer.Option(metavar="NAME", help="deployment name (default: the registered model's name without 'attnlab-', e.g. date)"),
+    ] = None,
+    margin: Annotated[
+        float, typer.Option(metavar="FLOAT", help="exact-match difference on the benchmark a challenger must exceed (0: strictly better)")
+    ] = DEFAULT_MARGIN,
+    benchmark_size: Annotated[
+        int, typer.Option(metavar="N", help="examples of the benchmark set (used when the registered model has none yet)")
+    ] = BENCHMARK_SIZE,
+    work_pool: Annotated[
+        str | None, typer.Option(metavar="NAME", help="deploy to this work pool (workers run it) instead of serving here")
+    ] = None,
+    max_concurrent: Annotated[
+        int, typer.Option(metavar="N", help="runs of this deployment at once, anywhere (each takes 1/N of its machine's cores)")
+    ] = 1,
+    when_busy: Annotated[
+        str, typer.Option(metavar="skip|queue", help="a tick that finds N runs still going: skip it (its run is cancelled) or queue it")
+    ] = "skip",
+    keep: Annotated[
+        int,
+        typer.Option(
+            metavar="N",
+            help="model versions kept after each run: the newest N (at least 2), the champion and the one before it; "
+            "older ones are deleted from the registry (their runs and files stay)",
+        ),
+    ] = DEFAULT_KEEP,  # fmt: skip
+    retrain_always: Annotated[
+        bool,
+        typer.Option(
+            "--retrain-always", help="retrain at every tick, also on a file that the champion or the last retrain already trained on"
+        ),
+    ] = False,
     source: ConfigSource = DEFAULT_SOURCE,
     experiment: Experiment = None,
     verbose: Verbose = False,
@@ -157,7 +170,7 @@ def schedule(
     os.environ.update(store_env(store))
     if user_level is None:  # runs log at INFO (Prefect UI and this terminal); a level the user set wins
         os.environ["PREFECT_LOGGING_LEVEL"] = "INFO"
-    from prefect.deployments.runner import EntrypointType
+    from prefect.types.entrypoint import EntrypointType
 
     deployment = name or config.registered_model().removeprefix("attnlab-")
     parameters = {"config": config.model_dump(mode="json"), "margin": margin, "benchmark_size": benchmark_size, "experiment": experiment,
@@ -173,7 +186,7 @@ def schedule(
         serve_here(deployment, settings, created, lines)
 
 
-def check_surroundings(config, experiment: str | None, work_pool: str | None) -> tuple[str, Any, int]:
+def check_surroundings(config: ExperimentConfig, experiment: str | None, work_pool: str | None) -> tuple[str, Store, int]:
     """(Prefect's API URL, the MLflow store, the training examples of each run), each checked to
     answer, once the config's plugins, the experiment name, the device and the work pool are
     checked; UserError for the first problem."""
@@ -205,7 +218,7 @@ def check_retrain_settings(margin: float, benchmark_size: int, keep: int) -> Non
         raise UserError(f"--{keep_problem(keep)}")
 
 
-def training_data(config, train_size: int, retrain_always: bool) -> str:
+def training_data(config: ExperimentConfig, train_size: int, retrain_always: bool) -> str:
     """What each run trains on: fresh examples, or a file's (and when a tick trains at all)."""
     path = config.task_options.get("path")
     if not path:
@@ -215,7 +228,7 @@ def training_data(config, train_size: int, retrain_always: bool) -> str:
 
 
 def schedule_lines(
-    config,
+    config: ExperimentConfig,
     train_size: int,
     tracking_uri: str,
     margin: float,
@@ -239,12 +252,14 @@ def schedule_lines(
     ]
 
 
-def deploy_to_pool(work_pool: str, store, settings: dict[str, Any], created: str, lines: list[str]) -> None:
+def deploy_to_pool(work_pool: str, store: Store, settings: dict[str, Any], created: str, lines: list[str]) -> None:
     """Create the deployment on ``work_pool`` (its workers run the flow), then say so."""
     from attnlab.flows.retrain_flow import retrain_flow
 
     with user_errors():
-        retrain_flow.to_deployment(work_pool_name=work_pool, job_variables={"env": store_env(store)}, **settings).apply()
+        deployment = retrain_flow.to_deployment(work_pool_name=work_pool, job_variables={"env": store_env(store)}, **settings)
+        assert not inspect.isawaitable(deployment)  # Prefect answers a caller outside an event loop at once
+        deployment.apply()
     typer.echo(created)
     typer.echo("\n".join(lines))
     typer.echo(f"start a worker where attnlab is installed: prefect worker start --pool {work_pool}")

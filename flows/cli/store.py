@@ -7,6 +7,7 @@ import sqlite3
 
 import typer
 
+from attnlab.flows.cli.options import Verbose
 from attnlab.flows.cli.support import quiet, user_errors
 from attnlab.flows.tracking.errors import UserError
 
@@ -19,7 +20,7 @@ def register(app: typer.Typer) -> None:
 
 
 @store_app.command()
-def relocate(verbose: bool = typer.Option(False, "--verbose", "-v", help="show MLflow's logs")) -> None:
+def relocate(verbose: Verbose = False) -> None:
     """Rewrite the file locations a copied or moved embedded store records (experiments, runs,
     model versions, logged models) from its old folder to ATTNLAB_MLFLOW_DIR (default ./mlflow)."""
     quiet(verbose)
@@ -33,12 +34,12 @@ def relocate_store() -> str:
     from attnlab.flows.tracking.store import resolve_store
 
     store = resolve_store()
-    if not store.embedded:
+    folder = store.folder  # None for a tracking server
+    if folder is None:
         raise UserError(
             f"'attnlab store relocate' works on the embedded store, not on {store.tracking_uri}; "
             "unset MLFLOW_TRACKING_URI and set ATTNLAB_MLFLOW_DIR to the copied store's folder"
         )
-    folder = store.folder
     store_guard.check_not_lost(folder)
     if not (folder / "mlflow.db").is_file():
         raise UserError(f"no MLflow store at {folder} to relocate; point ATTNLAB_MLFLOW_DIR at the copied or moved store's folder")

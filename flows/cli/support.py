@@ -10,12 +10,17 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from attnlab.flows.cli.options import CONFIG_FLAGS
 from attnlab.flows.tracking.errors import UserError
+
+if TYPE_CHECKING:
+    from attnlab.flows.tracking.store import Store
+    from attnlab.lab.config import ExperimentConfig
 
 PROG = "attnlab"
 #: When this process started importing the CLI (the train summary's ``timings`` count from here).
@@ -67,7 +72,7 @@ def quiet(verbose: bool) -> None:
         os.environ.setdefault("PYTHONWARNINGS", "ignore")  # worker processes of sweeps
 
 
-def build_config(config_file: Path | None, flags: dict[str, Any], options: list[str]):
+def build_config(config_file: Path | None, flags: dict[str, Any], options: list[str]) -> ExperimentConfig:
     """The validated config from a YAML file, flags and ``-o`` overrides (see
     :func:`attnlab.lab.config_sources.build_config`)."""
     from attnlab.lab.config_sources import build_config as assemble
@@ -77,7 +82,7 @@ def build_config(config_file: Path | None, flags: dict[str, Any], options: list[
     return config
 
 
-def check_plugin_names(config) -> None:
+def check_plugin_names(config: ExperimentConfig) -> None:
     """UserError for a plugin name that no installed package declares, told from the entry points
     without importing torch (:func:`attnlab.training.preflight.check_config` then loads and checks
     the plugins)."""
@@ -114,7 +119,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
         return
 
-    def terminate(signum, frame):
+    def terminate(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, terminate)
@@ -173,7 +178,7 @@ def preload() -> None:
             pass
 
 
-def ui_hint(store) -> str:
+def ui_hint(store: Store) -> str:
     if store.embedded:
         return "attnlab ui  (then open the link it prints for the experiment)"
     return f"open {store.tracking_uri}" if store.tracking_uri.startswith("http") else "mlflow ui --backend-store-uri " + store.tracking_uri

@@ -14,7 +14,7 @@ import socket
 from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import typer
@@ -22,11 +22,21 @@ import typer
 from attnlab.flows.cli.options import (
     DEFAULT_SOURCE,
     ConfigSource,
+    DaskAddress,
     Decoders,
     Encoders,
+    ExamplePlots,
     Experiment,
     JsonOutput,
+    LengthBands,
+    LogModels,
+    MaxParallel,
+    Register,
+    ResumeSweep,
+    Runner,
+    SavePlots,
     Scorers,
+    Seeds,
     Tasks,
     Verbose,
     config_command,
@@ -45,6 +55,12 @@ from attnlab.flows.tracking.errors import UserError
 from attnlab.flows.tracking.store import environ_set
 from attnlab.lab.output_paths import check_output_folder
 from attnlab.lab.sweep_options import parse_bands, parse_names, parse_seeds
+
+if TYPE_CHECKING:
+    from prefect.task_runners import TaskRunner
+
+    from attnlab.flows.services.prefect_server import Handle
+    from attnlab.lab.config import ExperimentConfig
 
 RUNNERS = ("process", "thread", "dask")
 
@@ -80,17 +96,18 @@ def check_cluster_stores(address: str) -> None:
         raise UserError(f"--dask-address {address}: {problem}")
 
 
-def task_runner(runner: str, max_parallel: int, dask_address: str | None):
+def task_runner(runner: str, max_parallel: int, dask_address: str | None) -> TaskRunner[Any]:
     """The Prefect task runner of ``--runner`` (a local Dask cluster when no address)."""
+    # Any: each runner has its own kind of future, and Prefect's TaskRunner is invariant in it.
     if runner == "thread":
         from prefect.task_runners import ThreadPoolTaskRunner
 
         return ThreadPoolTaskRunner(max_workers=max_parallel)
     if runner == "process":
-        from attnlab.flows.worker_pool import SeparateWorkersTaskRunner
+        from attnlab.flows.sweep.worker_pool import SeparateWorkersTaskRunner
 
         return SeparateWorkersTaskRunner(max_workers=max_parallel)
-    from prefect_dask import DaskTaskRunner
+    from prefect_dask.task_runners import DaskTaskRunner
 
     if dask_address:
         return DaskTaskRunner(address=dask_address)
@@ -103,32 +120,18 @@ def sweep(
     scorer: Scorers = None,
     encoder: Encoders = None,
     decoder: Decoders = None,
-    seeds: str = typer.Option("0", metavar="N,N,...", help="seeds; each combination trains once per seed"),
+    seeds: Seeds = "0",
     source: ConfigSource = DEFAULT_SOURCE,
-    max_parallel: int | None = typer.Option(
-        None, metavar="N", help="runs at once (default: one per CPU core; all runs on an existing Dask cluster)"
-    ),
-    runner: str = typer.Option("process", metavar="|".join(RUNNERS), help="process pool, thread pool, or Dask (prefect-dask)"),
-    dask_address: str | None = typer.Option(None, metavar="tcp://HOST:PORT", help="an existing Dask scheduler (default: a local cluster)"),
-    length_bands: str | None = typer.Option(
-        None, metavar="LOW-HIGH,...", help="also tabulate exact match on these source-length ranges, e.g. 5-20,21-40,41-50"
-    ),
+    max_parallel: MaxParallel = None,
+    runner: Runner = "process",
+    dask_address: DaskAddress = None,
+    length_bands: LengthBands = None,
     experiment: Experiment = None,
-    save_plots: Path | None = typer.Option(None, metavar="DIR", help="also copy the sweep's figures into this folder (created if missing)"),
-    register: bool = typer.Option(False, "--register", help="register every finished run (as --model-name) and promote by the one rule"),
-    log_models: bool = typer.Option(
-        False, "--log-models", help="log every run's model to MLflow (off by default: a sweep compares; --register logs them anyway)"
-    ),
-    example_plots: bool = typer.Option(
-        False,
-        "--example-plots",
-        help="draw each run's heatmaps of 4 test examples too (off by default: each run draws the shared probe's; its explorer.html shows every test example)",
-    ),
-    resume: bool = typer.Option(
-        False,
-        "--resume",
-        help="reuse the runs an earlier sweep in the experiment finished with the same config and data; train only the rest",
-    ),
+    save_plots: SavePlots = None,
+    register: Register = False,
+    log_models: LogModels = False,
+    example_plots: ExamplePlots = False,
+    resume: ResumeSweep = False,
     json_output: JsonOutput = False,
     verbose: Verbose = False,
 ) -> None:
@@ -181,20 +184,10 @@ def copy_plots(parent_run_id: str, folder: Path) -> list[str]:
 
 
 def run_sweep(
-    grid_text: dict[str, str | None],
-    seeds_text: str,
-    source: ConfigSource,
-    max_parallel: int | None,
-    runner: str,
-    dask_address: str | None,
-    bands_text: str | None,
-    experiment: str | None,
-    verbose: bool = False,
-    register: bool = False,
-    log_models: bool = False,
-    example_plots: bool = False,
-    resume: bool = False,
-) -> dict[str, Any]:
+    grid_text: dict[str, str | None], seeds_text: str, source: ConfigSource, max_parallel: int | None, runner: str,
+    dask_address: str | None, bands_text: str | None, experiment: str | None, verbose: bool = False, register: bool = False,
+    log_models: bool = False, example_plots: bool = False, resume: bool = False,
+) -> dict[str, Any]:  # fmt: skip
     """Check everything, then run the sweep flow on the chosen runner; its summary."""
     check_runner(runner, dask_address, max_parallel)
     grid = {dim: names for dim, text in grid_text.items() if (names := parse_names(dim, text))}
@@ -209,7 +202,7 @@ def run_sweep(
     from attnlab.flows.tracking import store
 
     store.check_store(store.resolve_store())
-    from attnlab.flows.sweep_flow import sweep_flow
+    from attnlab.flows.sweep.sweep_flow import sweep_flow
 
     if server is not None and not server.wait():
         server = None  # Prefect has an API URL of its own
@@ -240,7 +233,7 @@ def run_sweep(
         logging.getLogger("attnlab.sweep").removeHandler(handler)
 
 
-def watched(run: Callable[[], dict[str, Any]], server, verbose: bool) -> dict[str, Any]:
+def watched(run: Callable[[], dict[str, Any]], server: Handle | None, verbose: bool) -> dict[str, Any]:
     """``run()``'s value, Prefect's server (``server``: ours, or None) watched meanwhile; once it is
     lost, the sweep's one line, found among the errors Prefect raised reporting it, ends the command."""
     from attnlab.flows.services import prefect_watch
@@ -251,9 +244,11 @@ def watched(run: Callable[[], dict[str, Any]], server, verbose: bool) -> dict[st
             return run()
         except Exception as exc:
             told = next((cause for cause in causes(exc) if isinstance(cause, UserError)), None)
-            if told is exc or (told is None and (watch is None or watch.lost is None)):
-                raise
-            raise fail(str(told) if told is not None else f"lost Prefect's API server ({watch.lost}) as the sweep ended") from None
+            if told is not None and told is not exc:
+                raise fail(str(told)) from None
+            if told is None and watch is not None and watch.lost is not None:
+                raise fail(f"lost Prefect's API server ({watch.lost}) as the sweep ended") from None
+            raise
 
 
 def check_runner(runner: str, dask_address: str | None, max_parallel: int | None) -> None:
@@ -272,7 +267,7 @@ def checked_configs(
     source: ConfigSource,
     experiment: str | None,
     dask_address: str | None,
-) -> tuple[Any, list[Any]]:
+) -> tuple[ExperimentConfig, list[ExperimentConfig]]:
     """(the base config, every run's config), each combination checked as ``attnlab train`` checks
     its config, and the Dask cluster (when given) checked to reach the stores; UserError naming
     the combination for the first problem."""

@@ -7,7 +7,7 @@ import json
 import logging
 import time
 from contextlib import ExitStack, nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -26,6 +26,10 @@ from attnlab.flows.cli.support import (
     user_errors,
 )
 
+if TYPE_CHECKING:
+    from attnlab.flows.services.prefect_server import Handle
+    from attnlab.lab.config import ExperimentConfig
+
 
 def register(app: typer.Typer) -> None:
     """Add ``train`` to the ``attnlab`` app."""
@@ -36,12 +40,14 @@ def register(app: typer.Typer) -> None:
 def train(
     source: ConfigSource = DEFAULT_SOURCE,
     experiment: Experiment = None,
-    resume: str | None = typer.Option(
-        None,
-        "--resume",
-        metavar="RUN_ID",
-        help="continue this stopped run (KILLED, FAILED, or cut off) from its last checkpoint, with its own config",
-    ),
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            "--resume",
+            metavar="RUN_ID",
+            help="continue this stopped run (KILLED, FAILED, or cut off) from its last checkpoint, with its own config",
+        ),
+    ] = None,
     json_output: JsonOutput = False,
     verbose: Verbose = False,
 ) -> None:
@@ -122,7 +128,7 @@ def run_training(
             sizes = check_config(config, err_line)
     with phase_lines("start", err_line):
         with watch("imports"):
-            from attnlab.flows.train_flow import train_flow  # noqa: F401  imported while Prefect boots
+            from attnlab.flows.run.train_flow import train_flow  # noqa: F401  imported while Prefect boots
 
             if server is not None:
                 preload()
@@ -179,7 +185,7 @@ def check_resume_alone(source: ConfigSource, experiment: str | None) -> None:
 def resumed_config(run_id: str, held: ExitStack) -> tuple[Any, str]:
     """The config and experiment of the stopped run ``run_id``, its resume lock entered on
     ``held`` first (UserError when another process resumes it, or it cannot resume)."""
-    from attnlab.flows.resume_run import resumable_run, resume_lock
+    from attnlab.flows.run.resume_run import resumable_run, resume_lock
     from attnlab.flows.tracking.store import use_store
     from mlflow import MlflowClient
 
@@ -188,14 +194,16 @@ def resumed_config(run_id: str, held: ExitStack) -> tuple[Any, str]:
     return resumable_run(MlflowClient(), run_id)
 
 
-def run_flow(config, experiment: str | None, server, verbose: bool, json_output: bool, resume: str | None = None) -> dict[str, Any]:
+def run_flow(
+    config: ExperimentConfig, experiment: str | None, server: Handle | None, verbose: bool, json_output: bool, resume: str | None = None
+) -> dict[str, Any]:
     """The train flow's summary, its progress shown on stderr while it runs (``server``: the
     Prefect server this command started, watched meanwhile; None when there is none); one line
     and an exit status for a diverged training (1), a user's mistake (2) or an interrupt (130)."""
+    from attnlab.flows.run.train_flow import train_flow
     from attnlab.flows.services import prefect_watch
     from attnlab.flows.services.prefect_server import without_heartbeats
     from attnlab.flows.tracking.errors import UserError
-    from attnlab.flows.train_flow import train_flow
     from attnlab.ops.faults import causes
     from attnlab.training.loop import TrainingDiverged
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import logging
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -46,6 +47,11 @@ from attnlab.flows.cli.support import (
 from attnlab.flows.tracking.errors import UserError
 from attnlab.flows.tracking.store import environ_set
 from attnlab.lab.output_paths import check_output_file
+
+if TYPE_CHECKING:
+    from attnlab.flows.tracking.store import Store
+    from attnlab.lab.config import ExperimentConfig
+    from attnlab.tuning.space import Space
 
 #: The config flags ``attnlab tune`` takes (the arm, the data and each trial's budget).
 TUNE_FLAGS = ("task", "scorer", "encoder", "decoder", "epochs", "seed", "train_size", "embedding_dim", "hidden_size", "batch_size",
@@ -101,7 +107,7 @@ def format_tune(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def read_space(path: Path):
+def read_space(path: Path) -> tuple[Space, dict[str, Any]]:
     """The checked search space of the file at ``path`` (and its mapping, the flow's parameter)."""
     from attnlab.lab.config_sources import read_yaml
     from attnlab.tuning.space import parse_space
@@ -110,7 +116,7 @@ def read_space(path: Path):
     return parse_space(data, f"search space {str(path)!r}"), data
 
 
-def check_candidates(base, space) -> None:
+def check_candidates(base: ExperimentConfig, space: Space) -> None:
     """Check the base config as ``attnlab train`` does, then each candidate's extremes
     (:func:`attnlab.tuning.space.extreme_values`): valid configs the plugins accept; UserError
     naming the candidate for the first problem."""
@@ -152,7 +158,7 @@ def run_tune(space_file: Path, trials: int, timeout_text: str | None, source: Co
     server = start_in_background()
     url = checked_storage(store.resolve_store(), storage, dask_address)
     workers = sweep_workers(trials, max_parallel, remote=bool(dask_address))
-    from attnlab.flows.tune_flow import tune_flow
+    from attnlab.flows.tune.tune_flow import tune_flow
 
     if server is not None and not server.wait():
         server = None
@@ -185,13 +191,13 @@ def run_tune(space_file: Path, trials: int, timeout_text: str | None, source: Co
         logging.getLogger("attnlab.tune").removeHandler(handler)
 
 
-def checked_storage(where, given: str | None, dask_address: str | None) -> str:
-    """The study's storage URL (:func:`attnlab.flows.tune_study.storage_url`) after checking the
+def checked_storage(where: Store, given: str | None, dask_address: str | None) -> str:
+    """The study's storage URL (:func:`attnlab.flows.tune.tune_study.storage_url`) after checking the
     store; with a Dask cluster, the cluster and the stores checked and a storage its workers can
     reach required."""
     from attnlab.flows.cli.sweep import check_cluster_stores, check_dask_address
     from attnlab.flows.tracking import store
-    from attnlab.flows.tune_study import storage_url
+    from attnlab.flows.tune.tune_study import storage_url
 
     store.check_store(where)
     url = storage_url(where, given)
@@ -205,7 +211,7 @@ def checked_storage(where, given: str | None, dask_address: str | None) -> str:
     return url
 
 
-def _study_lock(name: str):
+def _study_lock(name: str) -> AbstractContextManager[None]:
     """One tune of a study at a time on this machine (a file lock, gone with its process):
     UserError when another holds it."""
     from contextlib import contextmanager
@@ -218,7 +224,7 @@ def _study_lock(name: str):
     folder.mkdir(parents=True, exist_ok=True)
 
     @contextmanager
-    def held():
+    def held() -> Iterator[None]:
         lock = FileLock(str(folder / f"tune-{name}.lock"))
         try:
             lock.acquire(timeout=0)

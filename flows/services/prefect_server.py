@@ -74,7 +74,8 @@ def startup_seconds() -> float:
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+        port: int = probe.getsockname()[1]
+        return port
 
 
 def _prefect_wants_one() -> bool:
@@ -90,7 +91,7 @@ class Handle:
     """A temporary server starting in the background; :meth:`wait` before the first flow run."""
 
     def __init__(self) -> None:
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen[bytes] | None = None
         self.port = 0
         self.error: BaseException | None = None
         self._launch()
@@ -105,7 +106,10 @@ class Handle:
     def _launch(self) -> None:
         """Start the server process on a free port (returns at once; imports nothing heavy)."""
         self.port = _free_port()
-        prefect_dir = Path(importlib.util.find_spec("prefect").submodule_search_locations[0])
+        spec = importlib.util.find_spec("prefect")  # found without importing it
+        if spec is None or not spec.submodule_search_locations:
+            raise ModuleNotFoundError("Prefect is not installed", name="prefect")
+        prefect_dir = Path(spec.submodule_search_locations[0])
         path = log_path()
         path.parent.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
@@ -130,7 +134,10 @@ class Handle:
         deadline = time.monotonic() + seconds
         try:
             while True:
-                code = self.process.poll()
+                process = self.process
+                if process is None:  # stopped meanwhile
+                    return
+                code = process.poll()
                 if code == PORT_TAKEN:
                     self._launch()
                     continue
@@ -206,7 +213,7 @@ def without_heartbeats() -> Iterator[None]:
     try:
         from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
-        context = temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None})
+        context: contextlib.AbstractContextManager[object] = temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None})
     except Exception:  # noqa: BLE001  an optimisation only
         context = contextlib.nullcontext()
     with context:

@@ -53,7 +53,7 @@ class PrefectWatch:
     """Watches the Prefect API at ``api_url`` (and ``process``, the temporary server this command
     started, when there is one) until :meth:`stop`; :attr:`lost` says why it was lost, or None."""
 
-    def __init__(self, api_url: str, process: subprocess.Popen | None = None, interval: float = INTERVAL, verbose: bool = False):
+    def __init__(self, api_url: str, process: subprocess.Popen[bytes] | None = None, interval: float = INTERVAL, verbose: bool = False):
         from prefect.settings import get_current_settings
 
         self.api_url = api_url.rstrip("/")
@@ -115,7 +115,9 @@ def drop_events() -> None:
     from prefect.events.worker import EventsWorker
 
     EventsWorker.set_client_override(NullEventsClient)
-    for worker in list(EventsWorker._instances.values()):
+    # Prefect keeps one registry of its queue services on their generic base (dict[int, Self]),
+    # which mypy cannot resolve through the subclass; the registry holds every queue service.
+    for worker in list(EventsWorker._instances.values()):  # type: ignore[misc]
         if isinstance(getattr(worker, "_client", None), NullEventsClient):
             continue
         with contextlib.suppress(queue.Empty):
@@ -131,7 +133,7 @@ _current: PrefectWatch | None = None
 
 
 @contextlib.contextmanager
-def watching(process: subprocess.Popen | None = None, verbose: bool = False) -> Iterator[PrefectWatch | None]:
+def watching(process: subprocess.Popen[bytes] | None = None, verbose: bool = False) -> Iterator[PrefectWatch | None]:
     """Watch the Prefect API this process uses (``process``: the temporary server it started)
     while the block runs; nothing is watched when Prefect has no API URL. Once it is lost,
     Prefect's logs about it are dropped unless ``verbose``. Inside a block that already watches

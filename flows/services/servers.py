@@ -18,6 +18,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 HOST = "127.0.0.1"
 #: MLflow's server also starts a job runner and eight huey consumers for its GenAI jobs unless told
@@ -39,13 +40,25 @@ def port_free(port: int, host: str = HOST) -> str | None:
     return None
 
 
-def mlflow_ui_command(store, host: str, port: int) -> list[str]:
+class ServedStore(Protocol):
+    """What serving a store needs of it (:class:`attnlab.flows.tracking.store.Store`, which the
+    services do not import)."""
+
+    @property
+    def tracking_uri(self) -> str: ...
+
+    @property
+    def artifact_root(self) -> Path | None: ...
+
+
+def mlflow_ui_command(store: ServedStore, host: str, port: int) -> list[str]:
     """The ``mlflow server`` command line that serves ``store`` (a :class:`attnlab.flows.tracking.store.Store`)
     and, for the embedded store, its artifacts folder."""
     command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", store.tracking_uri]
-    if store.embedded:
-        store.artifact_root.mkdir(parents=True, exist_ok=True)
-        command += ["--default-artifact-root", store.artifact_root.as_uri(), "--no-serve-artifacts"]
+    root = store.artifact_root  # None for a tracking server
+    if root is not None:
+        root.mkdir(parents=True, exist_ok=True)
+        command += ["--default-artifact-root", root.as_uri(), "--no-serve-artifacts"]
     return command + ["--host", host, "--port", str(port), "--workers", "1"]
 
 
@@ -63,7 +76,7 @@ def healthy(url: str, timeout: float = 2.0) -> bool:
     """True when ``url`` answers 200."""
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response:
-            return response.status == 200
+            return bool(response.status == 200)
     except (urllib.error.URLError, OSError, ValueError):
         return False
 
@@ -78,7 +91,7 @@ class Server:
     health_url: str
     log: Path
     env: dict[str, str] | None = None
-    process: subprocess.Popen | None = field(default=None, repr=False)
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     def start(self) -> Server:
         self.log.parent.mkdir(parents=True, exist_ok=True)
@@ -114,7 +127,7 @@ class Server:
             stop_group(self.process, grace)
 
 
-def stop_group(process: subprocess.Popen, grace: float = 15.0) -> None:
+def stop_group(process: subprocess.Popen[bytes], grace: float = 15.0) -> None:
     """Stop a server started with ``start_new_session=True``: SIGTERM to its process group,
     SIGKILL to whatever is left of the group after ``grace`` seconds; waits for the leader."""
     if process.poll() is None:

@@ -20,11 +20,11 @@ import pandas as pd
 from mlflow.entities import Dataset, DatasetInput, InputTag, Param
 from mlflow.exceptions import MlflowException
 
-import mlflow
 from attnlab.evaluation.benchmark import BenchmarkSet, draw_benchmark, from_json, to_json
 from attnlab.flows.tracking import registry as model_registry
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking.errors import UserError
+from attnlab.flows.tracking.store import is_missing
 from attnlab.lab.config import ExperimentConfig
 from attnlab.lab.run_records import KIND_TAG
 from mlflow import MlflowClient
@@ -54,16 +54,18 @@ def create_benchmark(
 ) -> str:
     """Draw the benchmark, store it in a new FINISHED run (JSON artifact and an MLflow dataset
     input) and point registered model ``name`` at it; the run id. Callers hold the promotion lock."""
+    from mlflow.data.pandas_dataset import from_pandas  # what mlflow.data.from_pandas names
+
     drawn = draw_benchmark(config, size, secrets.randbelow(2**31) if seed is None else seed)
     text = to_json(drawn)
     tags = {KIND_TAG: "benchmark", "task": config.task, "registered_model": name}
-    run_id = client.create_run(experiment_id, run_name=f"benchmark-{config.task}", tags=tags).info.run_id
+    run_id = str(client.create_run(experiment_id, run_name=f"benchmark-{config.task}", tags=tags).info.run_id)
     try:
         params = {"task": drawn.task, "size": str(size), "seed": str(drawn.seed), "task_options": tracking.as_param(drawn.task_options)}
         client.log_batch(run_id, params=[Param(k, v) for k, v in params.items()])
         client.log_text(run_id, text, BENCHMARK_ARTIFACT)
         frame = pd.DataFrame({"source": [ex.source for ex in drawn.examples], "target": [ex.target for ex in drawn.examples]})
-        dataset = mlflow.data.from_pandas(frame, name=f"{config.task}-benchmark-seed{drawn.seed}", targets="target")
+        dataset = from_pandas(frame, name=f"{config.task}-benchmark-seed{drawn.seed}", targets="target")
         client.log_inputs(run_id, datasets=[DatasetInput(Dataset(**dataset.to_dict()), [InputTag("mlflow.data.context", "benchmark")])])
     except BaseException as exc:
         tracking.end_run(client, run_id, "FAILED", error=f"{type(exc).__name__}: {exc}")
@@ -80,7 +82,7 @@ def load_benchmark(client: MlflowClient, name: str, folder: Path) -> Benchmark |
     try:
         tags = client.get_registered_model(name).tags
     except Exception as exc:
-        if model_registry.is_missing(exc):
+        if is_missing(exc):
             return None
         raise
     run_id = tags.get(BENCHMARK_RUN_TAG)
@@ -122,4 +124,7 @@ def ensure_benchmark(
             return found
         model_registry.ensure_registered_model(client, name, config.task)
         create_benchmark(client, name, experiment_id, config, size)
-        return load_benchmark(client, name, folder)
+        created = load_benchmark(client, name, folder)
+        if created is None:  # the model's benchmark tag was removed right after it was set
+            raise RuntimeError(f"the benchmark just stored for registered model {name!r} cannot be found")
+        return created

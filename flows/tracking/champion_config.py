@@ -14,6 +14,7 @@ import contextlib
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 #: The model version holding ``alias`` of ``name``, and where its files are.
@@ -24,7 +25,7 @@ WHERE a.name = ? AND a.alias = ?
 """
 
 
-def champion_config(folder: Path, name: str, alias: str = "champion") -> tuple[dict, dict | None] | None:
+def champion_config(folder: Path, name: str, alias: str = "champion") -> tuple[dict[str, Any], dict[str, Any] | None] | None:
     """The saved config and ``task.json`` (plain dicts; None for a model saved without one) of the
     version of ``name`` holding ``alias`` in the embedded store in ``folder``; None when the config
     cannot be read this way."""
@@ -44,7 +45,7 @@ def champion_config(folder: Path, name: str, alias: str = "champion") -> tuple[d
     return None if config is None else (config, task)
 
 
-def _json(path: Path) -> dict | None:
+def _json(path: Path) -> dict[str, Any] | None:
     """The JSON object in ``path``; None when it is missing or not one."""
     try:
         data = json.loads(path.read_text())

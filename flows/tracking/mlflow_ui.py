@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import time
 
+from attnlab.lab.metric_catalogue import MLFLOW_VIEW, shown_in
 from attnlab.lab.run_records import CHAMPION_TAG
 
 #: The experiment tag of the experiment's kind, and the kind of a model-training experiment.
@@ -26,10 +27,8 @@ MODEL_TRAINING = "custom_model_development"
 SAVED_VIEW_PREFIX = "mlflow.sharedViewState."
 RUNS_VIEW_ID = "attnlab-results"
 RUNS_VIEW_NAME = "attnlab results"
-#: The runs table's columns in the saved view, in order, with their widths in pixels (None: MLflow's).
-RUNS_COLUMNS: tuple[tuple[str, str, int | None], ...] = (
-    ("metrics", "test_exact_match", 140),
-    ("metrics", "test_alignment_accuracy", 170),
+#: The saved view's columns after its metrics, in order, with their widths in pixels (None: MLflow's).
+OTHER_COLUMNS: tuple[tuple[str, str, int | None], ...] = (
     ("params", "scorer", None),
     ("params", "encoder", None),
     ("params", "decoder", None),
@@ -43,10 +42,17 @@ def column_key(kind: str, name: str) -> str:
     return f"{kind}.`{name}`"
 
 
-def runs_view_state() -> dict:
+def runs_columns() -> tuple[tuple[str, str, int | None], ...]:
+    """The runs table's columns in the saved view, in order, with their widths in pixels (None:
+    MLflow's): the metrics of the catalogue's ``mlflow_view`` place, then :data:`OTHER_COLUMNS`."""
+    return (*(("metrics", m.key, m.view_width) for m in shown_in(MLFLOW_VIEW)), *OTHER_COLUMNS)
+
+
+def runs_view_state() -> dict[str, list[str] | dict[str, int]]:
     """The saved view's state: the runs table's columns, their order and widths."""
-    keys = [column_key(kind, name) for kind, name, _ in RUNS_COLUMNS]
-    widths = {column_key(kind, name): width for kind, name, width in RUNS_COLUMNS if width}
+    columns = runs_columns()
+    keys = [column_key(kind, name) for kind, name, _ in columns]
+    widths = {column_key(kind, name): width for kind, name, width in columns if width}
     return {"selectedColumns": keys, "columnOrder": keys, "columnWidths": widths}
 
 

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlflow.entities import Metric, RunTag
 
@@ -32,6 +32,9 @@ from attnlab.lab.config import ExperimentConfig
 from attnlab.ops.promotion import Decision, decide, keep_unusable_champion
 from mlflow import MlflowClient
 
+if TYPE_CHECKING:  # torch comes with it
+    from attnlab.model.assembly import Seq2Seq
+
 #: Prefix of the decision tags.
 TAG = "promotion."
 #: Tag of a champion version that a promotion could not load, with why (``attnlab runs`` shows it).
@@ -41,14 +44,14 @@ UNUSABLE_TAG = "attnlab.unusable"
 Lock = Callable[[], AbstractContextManager[Any]]
 
 
-def load_version(client: MlflowClient, name: str, version: str):
+def load_version(client: MlflowClient, name: str, version: str) -> Seq2Seq:
     """The Seq2Seq model of registered ``name`` version ``version``, loaded from the registry
     (the same way for every version)."""
     with tracking_uri_of(client):
-        return model_registry.load_pyfunc(f"models:/{name}/{version}").unwrap_python_model().model
+        return model_registry.load_attnlab_model(f"models:/{name}/{version}").model
 
 
-def benchmark_score(model, drawn: BenchmarkSet, beam_size: int = 1) -> float:
+def benchmark_score(model: Seq2Seq, drawn: BenchmarkSet, beam_size: int = 1) -> float:
     """Exact match of ``model`` on the benchmark's examples."""
     from attnlab.evaluation.metrics import score_exact_match
 
@@ -68,7 +71,7 @@ def tracking_uri_of(client: MlflowClient) -> Iterator[None]:
         mlflow.set_tracking_uri(previous)
 
 
-def comparability(model, config: ExperimentConfig, drawn: BenchmarkSet) -> str | None:
+def comparability(model: Seq2Seq, config: ExperimentConfig, drawn: BenchmarkSet) -> str | None:
     """Why ``model`` (trained with ``config``) cannot be measured on the benchmark, or None."""
     from attnlab.model.assembly import build_task
 

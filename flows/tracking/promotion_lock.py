@@ -50,7 +50,7 @@ def promotion_lock(model: str, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
 
     store = resolve_store()
     with contextlib.ExitStack() as stack:
-        if store.embedded:
+        if store.folder is not None:
             folder = store.folder / "locks"
             folder.mkdir(parents=True, exist_ok=True)
             stack.enter_context(FileLock(folder / f"{lock_name(model)}.lock", timeout=timeout))

@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from mlflow.entities import Metric, RunTag
+from mlflow.entities.model_registry import ModelVersion
 from mlflow.exceptions import MlflowException
 
 from attnlab.flows.tracking import registry as model_registry
@@ -33,7 +34,7 @@ PRUNED_METRIC = "pruned_versions"
 PRUNED_ARTIFACT = "retention/pruned.json"
 
 
-def record_of(version) -> VersionRecord:
+def record_of(version: ModelVersion) -> VersionRecord:
     """The retention record of an MLflow model version, from its ``promotion.*`` tags."""
     tags = version.tags or {}
     decision = tags.get(TAG + "promoted")
@@ -41,9 +42,10 @@ def record_of(version) -> VersionRecord:
     return VersionRecord(int(version.version), decision is not None, decision == "true", int(compared) if compared.isdigit() else None)
 
 
-def all_versions(client: MlflowClient, name: str) -> list:
+def all_versions(client: MlflowClient, name: str) -> list[ModelVersion]:
     """Every (not deleted) version of registered model ``name``, all pages."""
-    found, token = [], None
+    found: list[ModelVersion] = []
+    token: str | None = None
     while True:
         page = client.search_model_versions(f"name='{name}'", page_token=token)
         found.extend(page)

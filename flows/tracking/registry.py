@@ -8,7 +8,7 @@ decided by :mod:`attnlab.ops.promotion` (through :mod:`attnlab.flows.tracking.pr
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from mlflow.exceptions import MlflowException
 
@@ -18,7 +18,12 @@ from attnlab.flows.tracking.store import already_exists, is_missing, reason
 from mlflow import MlflowClient
 
 if TYPE_CHECKING:  # torch comes with it: `attnlab predict` loads the registry before torch
+    from mlflow.entities.model_registry import ModelVersion
+    from mlflow.pyfunc import PyFuncModel
+
+    from attnlab.flows.pyfunc import AttnlabModel
     from attnlab.lab.config import ExperimentConfig
+    from attnlab.model.predictor import Predictor
 
 CHAMPION = "champion"
 #: A model version's own test score, kept as a tag for people browsing the registry (the alias
@@ -88,7 +93,7 @@ def ensure_registered_model(client: MlflowClient, name: str, task: str) -> None:
             raise
 
 
-def _versions_of_run(client: MlflowClient, name: str, run_id: str) -> list:
+def _versions_of_run(client: MlflowClient, name: str, run_id: str) -> list[ModelVersion]:
     try:
         return list(client.search_model_versions(f"name='{name}' and run_id='{run_id}'"))
     except MlflowException as exc:
@@ -122,7 +127,7 @@ def log_and_register_model(
     return str(client.create_model_version(name, model_uri, run_id=run_id, tags=tags, model_id=model_id).version)
 
 
-def champion_version(client: MlflowClient, name: str):
+def champion_version(client: MlflowClient, name: str) -> ModelVersion | None:
     """The model version holding the champion alias of registered model ``name``, or None
     (no such model, or no champion yet)."""
     try:
@@ -143,13 +148,21 @@ def resolve_model_uri(model: str | None, name: str) -> str:
     return f"models:/{name}@{CHAMPION}" if model is None else check_model_uri(model)
 
 
-def load_predictor(uri: str):
+def load_predictor(uri: str) -> Predictor:
     """The :class:`~attnlab.model.predictor.Predictor` of the attnlab model at ``uri``, loaded and
     refused as :func:`load_pyfunc` loads and refuses it."""
-    return load_pyfunc(uri).unwrap_python_model().predictor
+    return load_attnlab_model(uri).predictor
 
 
-def load_pyfunc(uri: str):
+def load_attnlab_model(uri: str) -> AttnlabModel:
+    """The :class:`~attnlab.flows.pyfunc.AttnlabModel` at ``uri``, loaded and refused as
+    :func:`load_pyfunc` loads and refuses it."""
+    # load_pyfunc refuses every model whose code is not attnlab's pyfunc_model.py, which sets an
+    # AttnlabModel: the unwrapped object is one.
+    return cast("AttnlabModel", load_pyfunc(uri).unwrap_python_model())
+
+
+def load_pyfunc(uri: str) -> PyFuncModel:
     """The attnlab pyfunc model at ``uri``; UserError when there is none (no registered model,
     no champion yet, unknown run or version), and when loading it would run code other than
     attnlab's own ``pyfunc_model.py`` (:func:`attnlab.flows.pyfunc.model_code_problem`): the
@@ -159,7 +172,7 @@ def load_pyfunc(uri: str):
     import tempfile
 
     import mlflow.artifacts
-    import mlflow.pyfunc
+    from mlflow.pyfunc import load_model
 
     from attnlab.flows.pyfunc import model_code_problem
     from attnlab.flows.tracking.model_files import missing_files
@@ -170,7 +183,7 @@ def load_pyfunc(uri: str):
             problem = model_code_problem(local)
             if problem:
                 raise ModelUnusable(missing_files(uri) or f"refusing to load the model at {uri}: {problem}; loading a model runs its code")
-            return mlflow.pyfunc.load_model(str(local))
+            return load_model(str(local))
     except MlflowException as exc:
         missing = missing_files(uri)
         if missing:

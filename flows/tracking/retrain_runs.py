@@ -34,7 +34,7 @@ def start_retrain_run(task_name: str, name: str, experiment: str, tags: dict[str
     experiment_id = tracking.ensure_experiment(client, experiment, where)
     owner = stale_runs.owner_tags(stale_runs.this_host(), os.getpid(), time.time())
     tags = {KIND_TAG: "retrain", "task": task_name, MODEL_NAME_TAG: name, **owner, **tags}
-    return client.create_run(experiment_id, run_name=f"retrain-{task_name}", tags=tags).info.run_id
+    return str(client.create_run(experiment_id, run_name=f"retrain-{task_name}", tags=tags).info.run_id)
 
 
 def trained_before(client: MlflowClient, name: str) -> list[TrainedOn]:
@@ -44,7 +44,8 @@ def trained_before(client: MlflowClient, name: str) -> list[TrainedOn]:
     earlier = []
     champion = registry.champion_version(client, name)
     if champion is not None:
-        data = client.get_run(champion.run_id).data.tags.get(DATA_VERSION_TAG)
+        # a version registered from files rather than from a run has no run to ask
+        data = client.get_run(champion.run_id).data.tags.get(DATA_VERSION_TAG) if champion.run_id else None
         earlier.append(TrainedOn(data, f"the champion (version {champion.version})"))
     experiments = [e.experiment_id for e in client.search_experiments()]
     query = f"tags.`{KIND_TAG}` = 'retrain' and tags.`{MODEL_NAME_TAG}` = '{name}' and attributes.status = 'FINISHED'"

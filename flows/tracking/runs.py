@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunStatus, RunTag
+from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, Run, RunStatus, RunTag
 from mlflow.exceptions import MlflowException
 
-import mlflow
 from attnlab.data.examples import sample_predictions
 from attnlab.data.splits import Splits
 from attnlab.evaluation.metrics import Evaluation
@@ -66,13 +65,16 @@ def ensure_experiment(client: MlflowClient, name: str, store: Store) -> str:
     tags = experiment_tags()
     experiment = client.get_experiment_by_name(name)
     if experiment is None:
-        location = (store.artifact_root / name).as_uri() if store.embedded else None
+        root = store.artifact_root
+        location = (root / name).as_uri() if root is not None else None
         try:
             return client.create_experiment(name, artifact_location=location, tags=tags)
         except MlflowException as exc:  # created concurrently by another run
             if not already_exists(exc):
                 raise
             experiment = client.get_experiment_by_name(name)
+            if experiment is None:  # created and deleted for good meanwhile: say what failed
+                raise
     if experiment.lifecycle_stage == "deleted":
         client.restore_experiment(experiment.experiment_id)
     for key, value in tags.items():
@@ -109,7 +111,7 @@ def start_run(client: MlflowClient, experiment_id: str, config: ExperimentConfig
     name = f"{config.scorer}-{config.encoder}-{config.decoder}-seed{config.seed}"
     owner = stale_runs.owner_tags(stale_runs.this_host(), os.getpid(), time.time())
     tags = {**run_tags(config), **owner, **(extra_tags or {})}
-    run_id = client.create_run(experiment_id, run_name=name, tags=tags).info.run_id
+    run_id = str(client.create_run(experiment_id, run_name=name, tags=tags).info.run_id)
     import torch  # loaded already: the run trains
 
     params = [Param(key, value) for key, value in {**config_params(config), **thread_params(torch.get_num_threads())}.items()]
@@ -182,10 +184,12 @@ def log_dataset(client: MlflowClient, run_id: str, config: ExperimentConfig, spl
     every combination). The CSV then goes to that run once per distinct content, as
     ``data/<sha256 prefix>/splits.csv``, and the run's tag :data:`SPLITS_TAG` names it
     (``runs:/<parent>/data/<digest>/splits.csv``)."""
+    from mlflow.data.pandas_dataset import from_pandas  # what mlflow.data.from_pandas names
+
     frame = splits_frame(splits)
     inputs = []
     for split, part in frame.groupby("split", sort=False):
-        dataset = mlflow.data.from_pandas(
+        dataset = from_pandas(
             part[["source", "target"]].reset_index(drop=True),
             name=f"{config.task}-{split}-seed{config.seed}",
             targets="target",
@@ -264,7 +268,7 @@ def end_run(
         client.set_terminated(run_id, status)
 
 
-def find_stale_runs(client: MlflowClient, experiment_ids: list[str] | None = None, now: float | None = None) -> list:
+def find_stale_runs(client: MlflowClient, experiment_ids: list[str] | None = None, now: float | None = None) -> list[tuple[Run, str]]:
     """The RUNNING runs of ``experiment_ids`` (default: every experiment of the store) whose owner
     is gone (:func:`attnlab.ops.stale_runs.stale_reason`), as (run, reason) pairs. One query for the
     runs of all the experiments (and one for the experiments when not given)."""
@@ -274,7 +278,7 @@ def find_stale_runs(client: MlflowClient, experiment_ids: list[str] | None = Non
     if not experiment_ids:
         return []
     host = stale_runs.this_host()
-    found = []
+    found: list[tuple[Run, str]] = []
     for run in client.search_runs(experiment_ids, "attributes.status = 'RUNNING'", max_results=1000):
         why = stale_runs.stale_reason(run.data.tags, host, now)
         if why is not None:

@@ -14,9 +14,13 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from attnlab.flows.tracking.errors import ArtifactsLost, TrackingUnavailable
 from attnlab.ops.retry import BUDGET_SECONDS, answers_late, retrying
+
+if TYPE_CHECKING:
+    from mlflow.exceptions import MlflowException
 
 DEFAULT_DIR = "mlflow"
 
@@ -56,7 +60,7 @@ def resolve_store() -> Store:
 def use_store(store: Store | None = None) -> Store:
     """Point this process's MLflow at ``store`` (default: :func:`resolve_store`); returns it."""
     store = store or resolve_store()
-    if store.embedded:
+    if store.folder is not None:
         store.folder.mkdir(parents=True, exist_ok=True)
     import mlflow
 
@@ -121,12 +125,13 @@ def check_store(store: Store, timeout: float = 3.0, writable: bool = True, budge
     from attnlab.flows.tracking import store_guard, store_home
     from mlflow import MlflowClient
 
-    if store.embedded:
+    folder = store.folder  # None for a tracking server
+    if folder is not None:
         try:
-            store.folder.mkdir(parents=True, exist_ok=True)
+            folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise TrackingUnavailable(f"cannot create the MLflow folder {store.folder}: {exc.strerror}") from exc
-    tries = []
+            raise TrackingUnavailable(f"cannot create the MLflow folder {folder}: {exc.strerror}") from exc
+    tries: list[int] = []
     started = time.monotonic()
 
     def ask() -> None:
@@ -138,13 +143,13 @@ def check_store(store: Store, timeout: float = 3.0, writable: bool = True, budge
         retries.warning("the MLflow tracking store %s answers late (%s); asking again in %.1f s", store.tracking_uri, reason(exc), delay)
 
     try:
-        with store_guard.guarded(store.folder) if store.embedded else contextlib.nullcontext():
+        with store_guard.guarded(folder) if folder is not None else contextlib.nullcontext():
             retrying(ask, answers_late, budget, on_retry=told)
-        if store.embedded:
-            store_home.check_home(store.folder)
-            store_guard.check_artifacts_kept(store.folder)
-        if store.embedded and writable:
-            store_guard.check_writable(store.folder)
+        if folder is not None:
+            store_home.check_home(folder)
+            store_guard.check_artifacts_kept(folder)
+        if folder is not None and writable:
+            store_guard.check_writable(folder)
     except TrackingUnavailable:
         raise
     except Exception as exc:
@@ -189,10 +194,10 @@ def unreachable(store: Store, timeout: float = 3.0) -> str | None:
     return None
 
 
-def _error_code(exc) -> int:
+def _error_code(exc: MlflowException) -> int:
     from mlflow.protos.databricks_pb2 import ErrorCode
 
-    return ErrorCode.Value(exc.error_code) if isinstance(exc.error_code, str) else exc.error_code
+    return ErrorCode.Value(exc.error_code) if isinstance(exc.error_code, str) else int(exc.error_code)
 
 
 def is_missing(exc: BaseException) -> bool:

@@ -28,8 +28,12 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from attnlab.flows.tracking.errors import TrackingUnavailable
+
+if TYPE_CHECKING:
+    from filelock import BaseFileLock
 
 HEADER = b"SQLite format 3\x00"
 RESTORE = "restore mlflow.db from a backup (see 'Backup and restore' in mlflow/README.md)"
@@ -113,14 +117,14 @@ def _mlflow_tables() -> set[str]:
 def _head_revision() -> str:
     from mlflow.store.db.utils import _get_latest_schema_revision
 
-    return _get_latest_schema_revision()
+    return str(_get_latest_schema_revision())
 
 
 def _has_artifacts(artifacts: Path) -> bool:
     return artifacts.is_dir() and any(artifacts.iterdir())
 
 
-def store_lock(folder: Path):
+def store_lock(folder: Path) -> BaseFileLock:
     """The file lock of the store in ``folder`` (``locks/store.lock``, beside the promotion locks)."""
     from filelock import FileLock
 

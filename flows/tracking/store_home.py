@@ -47,7 +47,7 @@ def _connect(db: Path, read_only: bool) -> sqlite3.Connection:
 
 def _roots(conn: sqlite3.Connection, folder: Path) -> list[str]:
     rows = conn.execute("SELECT experiment_id, name, artifact_location FROM experiments").fetchall()
-    return foreign_roots(rows, folder)
+    return foreign_roots(rows, str(folder))
 
 
 def recorded_elsewhere(folder: Path) -> list[str]:

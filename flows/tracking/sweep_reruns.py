@@ -5,8 +5,9 @@ run of a worker lost mid-sweep at once (:func:`end_lost_worker_run`)."""
 from __future__ import annotations
 
 import logging
+from uuid import UUID
 
-from mlflow.entities import RunTag
+from mlflow.entities import Run, RunTag
 
 from attnlab.lab.run_records import ENDED_BY_TAG, ERROR_TAG
 from attnlab.ops.sweep_attempts import WORKER_LOST, ChildRun, Settlement, held_by_lost_worker, settle
@@ -15,7 +16,7 @@ from mlflow import MlflowClient
 log = logging.getLogger("attnlab.sweep")
 
 
-def child_runs(client: MlflowClient, parent_run_id: str, status: str | None = None) -> list:
+def child_runs(client: MlflowClient, parent_run_id: str, status: str | None = None) -> list[Run]:
     """The sweep's child runs, those with ``status`` when given (children share the parent's
     experiment)."""
     experiment_id = client.get_run(parent_run_id).info.experiment_id
@@ -23,7 +24,7 @@ def child_runs(client: MlflowClient, parent_run_id: str, status: str | None = No
     return client.search_runs([experiment_id], query, max_results=10000)
 
 
-def combination(run) -> tuple:
+def combination(run: Run) -> tuple[str | None, ...]:
     """The combination and seed a child run trained."""
     tags = run.data.tags
     return (tags.get("task"), tags.get("scorer"), tags.get("encoder"), tags.get("decoder"), run.data.params.get("seed"))
@@ -41,7 +42,7 @@ def settle_children(client: MlflowClient, parent_run_id: str) -> Settlement:
     return plan
 
 
-def end_lost_worker_run(client: MlflowClient, parent_run_id: str, key: tuple) -> list[str]:
+def end_lost_worker_run(client: MlflowClient, parent_run_id: str, key: tuple[object, ...]) -> list[str]:
     """End FAILED the run a worker that died held (:func:`~attnlab.ops.sweep_attempts.held_by_lost_worker`:
     its combination and seed ``key`` as :func:`combination` names it); the names of the runs ended."""
     runs = {run.info.run_id: run for run in child_runs(client, parent_run_id, "RUNNING")}
@@ -51,7 +52,7 @@ def end_lost_worker_run(client: MlflowClient, parent_run_id: str, key: tuple) ->
     return [runs[run_id].info.run_name for run_id in held]
 
 
-def end_child(client: MlflowClient, parent_run_id: str, run, status: str, why: str, prefect: bool = True) -> None:
+def end_child(client: MlflowClient, parent_run_id: str, run: Run, status: str, why: str, prefect: bool = True) -> None:
     """End child run ``run`` of the sweep with ``status``, saying ``why`` (tags ``attnlab.error``
     and ``attnlab.ended_by``), and its Prefect flow run Crashed unless ``prefect`` is False (the
     server is gone)."""
@@ -70,7 +71,7 @@ def crash_flow_run(flow_run_id: str | None, why: str) -> None:
 
     try:
         with get_client(sync_client=True) as prefect:
-            state = prefect.read_flow_run(flow_run_id).state
+            state = prefect.read_flow_run(UUID(flow_run_id)).state
             if state is None or not state.is_final():
                 prefect.set_flow_run_state(flow_run_id, Crashed(message=why), force=True)
     except Exception as exc:  # noqa: BLE001  the MLflow record is what matters; say why not

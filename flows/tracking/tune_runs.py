@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from mlflow.entities import Metric, Param, RunTag
+from mlflow.entities import Metric, Param, Run, RunTag
 from mlflow.exceptions import MlflowException
 
 from attnlab.flows.tracking import runs as tracking
@@ -56,7 +56,7 @@ def parent_run(
     experiment_id = tracking.ensure_experiment(client, experiment, store.resolve_store())
     name = f"tune {base.scorer}/{base.encoder}/{base.decoder} on {base.task} {time.strftime('%m-%d %H:%M:%S')}"
     tags = {PARENT_TAG: "parent", STUDY_TAG: study, **tracking.run_tags(base), **flow_tags}
-    run_id = client.create_run(experiment_id, run_name=name, tags=tags).info.run_id
+    run_id = str(client.create_run(experiment_id, run_name=name, tags=tags).info.run_id)
     searched = space.as_dict()
     params = {**tracking.config_params(base), **{f"space.{k}": v for k, v in searched["space"].items()}}
     params.update(objective=space.objective, pruner=json.dumps(space.pruner), sampler_seed=str(space.sampler_seed), study=study)
@@ -64,11 +64,11 @@ def parent_run(
     return run_id
 
 
-def trial_runs(client: MlflowClient, parent_run_id: str, status: str | None = None) -> dict[int, Any]:
+def trial_runs(client: MlflowClient, parent_run_id: str, status: str | None = None) -> dict[int, Run]:
     """Trial number -> its latest child run of ``parent_run_id`` (with ``status`` when given)."""
     experiment = client.get_run(parent_run_id).info.experiment_id
     where = f"tags.mlflow.parentRunId = '{parent_run_id}'" + (f" and attributes.status = '{status}'" if status else "")
-    found: dict[int, Any] = {}
+    found: dict[int, Run] = {}
     for run in client.search_runs([experiment], where, max_results=5000, order_by=["attributes.start_time ASC"]):
         number = run.data.tags.get(TRIAL_TAG)
         if number is not None and number.isdigit():

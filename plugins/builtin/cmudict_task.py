@@ -55,6 +55,18 @@ def _corpus(stress: bool, max_length: int) -> tuple[Example, ...]:
     return tuple(out.values())
 
 
+@lru_cache(maxsize=4)
+def _word_count(stress: bool, max_length: int) -> int:
+    """How many words :func:`_corpus` holds (asked per sampled example: counted once)."""
+    return len({example.source for example in _corpus(stress, max_length)})
+
+
+@lru_cache(maxsize=1)
+def _longest_word() -> int:
+    """The letters of the dictionary's longest word (asked per checked source: found once)."""
+    return max(len(word) for word, _ in entries())
+
+
 class CmudictTask(Task):
     """A word of CMUdict -> its ARPAbet pronunciation (phonemes separated by spaces).
 
@@ -97,8 +109,8 @@ class CmudictTask(Task):
 
     @property
     def space_size(self) -> int:
-        return len({example.source for example in _corpus(self.stress, self.max_length)})
+        return _word_count(self.stress, self.max_length)
 
     @property
     def max_source_length(self) -> int:
-        return min(self.max_length, max(len(word) for word, _ in entries()))
+        return min(self.max_length, _longest_word())

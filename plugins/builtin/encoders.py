@@ -15,7 +15,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnlab.plugins._recurrence import gru_scan, gru_states
-from attnlab.plugins.builtin.transformer_input import TransformerInput, check_transformer_options, sinusoidal_positions
+from attnlab.plugins.builtin.transformer_input import TransformerInput, check_transformer_options
 from attnlab.plugins.encoder import Encoder, EncoderOutput
 from attnlab.plugins.options import require_positive_int, require_probability
 from attnlab.plugins.tokens import PAD_ID
@@ -25,8 +25,6 @@ __all__ = [
     "GRUEncoder",
     "LSTMEncoder",
     "TransformerEncoder",
-    "check_transformer_options",
-    "sinusoidal_positions",
 ]
 
 

@@ -14,7 +14,7 @@ from attnlab.lab.errors import UserError
 from attnlab.lab.names import check_name
 from attnlab.model.assembly import build_model, build_task
 from attnlab.model.predict import check_sources, predict, source_limit
-from attnlab.plugins.builtin.tasks import MAX_REVERSE_LENGTH, ReverseTask
+from attnlab.plugins.builtin.reverse_task import MAX_REVERSE_LENGTH, ReverseTask
 from attnlab.training.loop import DIVERGENCE_FACTOR, TrainingDiverged, divergence
 
 TINY = dict(hidden_size=8, embedding_dim=8)

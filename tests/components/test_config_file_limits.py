@@ -16,10 +16,10 @@ def keys_file(path, count: int, indent: str = "", header: str = ""):
 
 
 def test_a_config_file_over_the_size_limit_is_refused_before_parsing(tmp_path, monkeypatch):
-    import yaml
+    from attnlab.lab import config_sources
 
     big = keys_file(tmp_path / "big.yaml", 200_000)
-    monkeypatch.setattr(yaml, "safe_load", lambda *a, **k: pytest.fail("the file was parsed"))
+    monkeypatch.setattr(config_sources, "parse_yaml", lambda *a, **k: pytest.fail("the file was parsed"))
     with pytest.raises(UserError) as caught:
         build_config(big, {}, [])
     size = big.stat().st_size

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from explorer_documents import date_document
 
-from attnlab.viz.explorer import WEIGHT_DECIMALS, compact_document, document_characters, embed_json, explorer_html, write_explorer
+from attnlab.viz.explorer import document_characters, embed_json, explorer_html, write_explorer
+from attnlab.viz.explorer_document import WEIGHT_DECIMALS, compact_document
 
 DATA = re.compile(r'<script type="application/json" id="explorer-data">(.*?)</script>', re.S)
 

@@ -49,7 +49,7 @@ def point_at(store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def run_flow(store_dir: Path, **config) -> dict:
     """Run the train flow against ``store_dir``; its summary."""
-    from attnlab.flows.train_flow import train_flow
+    from attnlab.flows.run.train_flow import train_flow
     from attnlab.lab.config import ExperimentConfig
 
     with pytest.MonkeyPatch.context() as patch:

@@ -18,9 +18,9 @@ import torch
 import yaml
 from _flowkit import KNOWN_DATES, TINY, assert_one_line_error, client_for, point_at, terminal_popen
 
-from attnlab.flows import steps as tasks
 from attnlab.flows.cli import app as cli
 from attnlab.flows.cli import support as cli_support
+from attnlab.flows.run import steps as tasks
 from attnlab.flows.services import servers
 from attnlab.flows.tracking.runs import config_params
 

@@ -14,8 +14,8 @@ from prefect.states import Failed
 
 from attnlab.data.examples import pick_examples, sample_predictions
 from attnlab.evaluation.metrics import Evaluation
-from attnlab.flows import steps as tasks
 from attnlab.flows.pyfunc import source_texts
+from attnlab.flows.run import steps as tasks
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking.errors import TrackingUnavailable
 from attnlab.lab.config import ExperimentConfig

@@ -68,7 +68,7 @@ def test_new_and_old_experiments_become_model_training_experiments_with_the_view
 
 def test_two_sweeps_of_one_grid_get_distinct_readable_parent_names(empty_store, monkeypatch):
     from attnlab.evaluation.compare import Grid
-    from attnlab.flows import sweep_parent
+    from attnlab.flows.sweep import sweep_parent
     from attnlab.lab.config import ExperimentConfig
 
     client = client_for(empty_store)

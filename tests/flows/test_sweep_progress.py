@@ -5,7 +5,7 @@ from __future__ import annotations
 from _flowkit import client_for
 from mlflow.entities import Param
 
-from attnlab.flows.sweep_jobs import _running_line
+from attnlab.flows.sweep.sweep_jobs import _running_line
 from attnlab.flows.tracking import runs as tracking
 
 

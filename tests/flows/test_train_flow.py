@@ -15,7 +15,7 @@ from _flowkit import KNOWN_DATES, LEARNS, TINY, client_for, point_at, run_flow
 from mlflow.entities import RunStatus
 
 from attnlab.data.datasets import data_spec, load_splits
-from attnlab.flows import steps as tasks
+from attnlab.flows.run import steps as tasks
 from attnlab.flows.tracking import registry as model_registry
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking import store as tracking_store
@@ -272,7 +272,7 @@ def test_unreachable_tracking_server_fails_before_training(monkeypatch):
         port = sock.getsockname()[1]  # closed again: nothing listens there
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"http://127.0.0.1:{port}")
     monkeypatch.setattr(tasks, "train_model", lambda *a, **k: pytest.fail("training started"))
-    from attnlab.flows.train_flow import train_flow
+    from attnlab.flows.run.train_flow import train_flow
 
     with pytest.raises(TrackingUnavailable, match=f"cannot reach the MLflow tracking store http://127.0.0.1:{port}"):
         train_flow(ExperimentConfig(**TINY))
@@ -302,7 +302,7 @@ def test_data_generation_is_cached_on_its_inputs_and_passed_as_a_file():
 def test_test_task_options_change_the_data():
     from prefect import flow
 
-    from attnlab.flows.steps import dataset
+    from attnlab.flows.run.steps import dataset
 
     base = dict(task="reverse", train_size=20, validation_size=5, test_size=5, task_options={"min_length": 3, "max_length": 5})
     plain = ExperimentConfig(**base)
@@ -316,7 +316,7 @@ def test_test_task_options_change_the_data():
 def test_a_deleted_data_file_is_generated_again():
     from prefect import flow
 
-    from attnlab.flows.steps import dataset
+    from attnlab.flows.run.steps import dataset
 
     config = ExperimentConfig(**{**TINY, "seed": 99})
     first = flow(lambda: dataset(config), name="data-once")()

@@ -150,7 +150,7 @@ def test_two_resumes_at_once_one_is_refused_and_a_killed_resume_blocks_nothing(c
 
 @pytest.mark.slow
 def test_a_damaged_checkpoint_is_one_line_that_says_the_choices(capsys, empty_store):
-    from attnlab.flows.steps import checkpoint_path
+    from attnlab.flows.run.steps import checkpoint_path
 
     options = [f"-o{key}={value}" for key, value in {**TINY, "epochs": EPOCHS, "target_exact_match": "null"}.items()]
     cut_after_epoch_2(options)

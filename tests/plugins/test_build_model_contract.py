@@ -17,7 +17,7 @@ import torch
 from attnlab.plugins import Attention, EncoderOutput, Example
 from attnlab.plugins.builtin.decoders import RNNDecoder
 from attnlab.plugins.builtin.encoders import GRUEncoder
-from attnlab.plugins.builtin.tasks import ReverseTask
+from attnlab.plugins.builtin.reverse_task import ReverseTask
 
 class Transposed(Attention):
     def score(self, query, keys):

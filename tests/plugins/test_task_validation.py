@@ -11,8 +11,10 @@ import pytest
 
 from attnlab.data.sources import config_tasks, first_problem
 from attnlab.plugins import Example, Task
+from attnlab.plugins.builtin.date_formats_task import DateFormatsTask
+from attnlab.plugins.builtin.date_task import DateTask
 from attnlab.plugins.builtin.dates import FIELDS
-from attnlab.plugins.builtin.tasks import DateFormatsTask, DateTask, ReverseTask
+from attnlab.plugins.builtin.reverse_task import ReverseTask
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,9 @@ from datetime import date, datetime
 
 import pytest
 
-from attnlab.plugins.builtin.tasks import DateFormatsTask, DateTask, ReverseTask
+from attnlab.plugins.builtin.date_formats_task import DateFormatsTask
+from attnlab.plugins.builtin.date_task import DateTask
+from attnlab.plugins.builtin.reverse_task import ReverseTask
 
 MONTHS = [
     "January", "February", "March", "April", "May", "June", "July", "August",

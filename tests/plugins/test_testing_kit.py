@@ -24,8 +24,8 @@ from attnlab.plugins import (
 )
 from attnlab.plugins.builtin.decoders import RNNDecoder
 from attnlab.plugins.builtin.encoders import GRUEncoder
+from attnlab.plugins.builtin.reverse_task import ReverseTask
 from attnlab.plugins.builtin.scorers import DotAttention
-from attnlab.plugins.builtin.tasks import ReverseTask
 from attnlab.plugins.testing import check_decoder, check_encoder, check_plugin, check_scorer, check_task
 
 

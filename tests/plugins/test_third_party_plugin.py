@@ -112,7 +112,7 @@ def test_every_model_build_probes_a_scorer_that_is_new_to_the_process(make_distr
     refused by every build, and a scorer name that now points at a broken class (an upgraded
     plugin in a long-running server) is probed again."""
     from attnlab.model.assembly import build_model, build_task
-    from attnlab.plugins._probe import PluginContractError
+    from attnlab.plugins import PluginContractError
 
     tiny = dict(hidden_size=8, embedding_dim=4, train_size=20, validation_size=5, test_size=5)
     broken = ExperimentConfig(scorer="transposed", **tiny)

@@ -6,17 +6,21 @@ from __future__ import annotations
 
 import logging
 import warnings
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import optuna
 import yaml
 
-from attnlab.flows import tune_study
 from attnlab.flows.tracking import tune_runs
+from attnlab.flows.tune import tune_study
 from attnlab.lab.config import ExperimentConfig
 from attnlab.tuning.space import Space, apply_values
 from attnlab.tuning.trials import best_trial, counts, format_trials, trial_rows
 from mlflow import MlflowClient
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 
 def figures(study: optuna.Study, complete: int) -> dict[str, Any]:
@@ -25,7 +29,7 @@ def figures(study: optuna.Study, complete: int) -> dict[str, Any]:
     from optuna.visualization import matplotlib as plots
 
     drawn: dict[str, Any] = {}
-    makers = {"optimization_history": plots.plot_optimization_history} if complete else {}
+    makers: dict[str, Callable[[optuna.Study], Axes]] = {"optimization_history": plots.plot_optimization_history} if complete else {}
     if complete >= 2:
         makers["param_importances"] = plots.plot_param_importances
     for name, make in makers.items():

@@ -18,8 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
-from attnlab.flows import steps as tasks
-from attnlab.flows.flow_runs import ending_status, is_interrupt
+from attnlab.flows.run import steps as tasks
+from attnlab.flows.run.flow_runs import ending_status, is_interrupt
 from attnlab.flows.services import prefect_watch
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking import store, tune_runs
@@ -113,7 +113,7 @@ def surroundings(where: store.Store, workdir: Path, checkpoint: Path, artifacts:
     """What :func:`attnlab.ops.faults.diagnose` needs to know of a run that stopped: the free space of
     the folders it writes to, whether the store's artifacts folder (``artifacts``: its identity
     when the run started) was deleted since, whether Prefect's server was lost."""
-    folders = [workdir, checkpoint.parent, *([where.folder] if where.embedded else [])]
+    folders = [workdir, checkpoint.parent, *([where.folder] if where.folder is not None else [])]
     free = {}
     for folder in folders:
         existing = next((p for p in (folder, *folder.parents) if p.exists()), None)

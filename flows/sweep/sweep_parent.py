@@ -16,16 +16,18 @@ from mlflow.entities import Metric, Param
 
 from attnlab.evaluation.compare import Grid, comparison_table, format_table, run_rows
 from attnlab.evaluation.sweep_results import (
+    Outcome,
     explorer_runs,
     finished_by_label,
     result_tasks,
     task_file,
 )
-from attnlab.flows.flow_runs import flow_run_tags
+from attnlab.flows.run.flow_runs import flow_run_tags
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking import store
 from attnlab.lab.config import ExperimentConfig
 from attnlab.lab.run_records import SWEEP_TAG
+from attnlab.plugins import Example
 from attnlab.viz.compare_plots import (
     accuracy_by_length,
     attention_side_by_side,
@@ -37,7 +39,7 @@ from attnlab.viz.heatmaps import save_figure
 from mlflow import MlflowClient
 
 
-def start_parent(client: MlflowClient, experiment: str, base: ExperimentConfig, grid: Grid, bands) -> str:
+def start_parent(client: MlflowClient, experiment: str, base: ExperimentConfig, grid: Grid, bands: list[tuple[int, int]]) -> str:
     experiment_id = tracking.ensure_experiment(client, experiment, store.resolve_store())
     swept = [dim for dim, values in grid.values.items() if values]
     # What was swept and when, e.g. "sweep scorer=dot,additive seeds=0,1 12-01 05:19:42" (long
@@ -51,7 +53,7 @@ def start_parent(client: MlflowClient, experiment: str, base: ExperimentConfig, 
         count += 1
         name = f"{base_name} #{count}"
     tags = {SWEEP_TAG: "parent", **flow_run_tags()}
-    run_id = client.create_run(experiment_id, run_name=name, tags=tags).info.run_id
+    run_id = str(client.create_run(experiment_id, run_name=name, tags=tags).info.run_id)
     params = {f"grid.{dim}": ",".join(grid.values[dim]) for dim in swept}
     params["grid.seeds"] = ",".join(map(str, grid.seeds))
     params["length_bands"] = ",".join(f"{low}-{high}" for low, high in bands) or "-"
@@ -74,7 +76,13 @@ def note_reused(client: MlflowClient, parent_run_id: str, reused: int, total: in
 
 
 def log_comparison(
-    client: MlflowClient, parent_run_id: str, results, labels, bands, train_max: dict[str, int], workdir: Path
+    client: MlflowClient,
+    parent_run_id: str,
+    results: list[Outcome],
+    labels: list[str],
+    bands: list[tuple[int, int]],
+    train_max: dict[str, int],
+    workdir: Path,
 ) -> dict[str, Any]:
     """Tables, per-combination metrics and figures on the parent run; what the CLI shows."""
     runs = run_rows(results, bands)
@@ -112,7 +120,8 @@ def log_comparison(
 
 
 def log_explorer(
-    client: MlflowClient, parent_run_id: str, results, shared: dict[str, list], data_seeds: dict[str, int], seeds: int, folder: Path,
+    client: MlflowClient, parent_run_id: str, results: list[Outcome], shared: dict[str, list[Example]], data_seeds: dict[str, int],
+    seeds: int, folder: Path,
     references: dict[str, dict[str, list[str]]] | None = None,
 ) -> list[str]:  # fmt: skip
     """The parent run's explorer page, ``attention/explorer.html`` (one per task when several:

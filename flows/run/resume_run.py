@@ -18,7 +18,7 @@ from mlflow.entities import RunTag
 from mlflow.exceptions import MlflowException
 
 from attnlab.data.cache import cache_root
-from attnlab.flows.steps import checkpoint_path
+from attnlab.flows.run.steps import checkpoint_path
 from attnlab.flows.tracking import store
 from attnlab.flows.tracking.runs import log_epoch
 from attnlab.lab.config import ExperimentConfig
@@ -45,7 +45,7 @@ def resume_lock(run_id: str) -> Iterator[None]:
     if not re.fullmatch(r"[0-9A-Za-z_-]{1,64}", run_id):
         raise UserError(f"--resume {run_id!r}: not a run id (the 32 hex digits 'attnlab runs' shows)")
     where = store.resolve_store()
-    folder = (where.folder if where.embedded else cache_root()) / "locks"
+    folder = (where.folder if where.folder is not None else cache_root()) / "locks"
     folder.mkdir(parents=True, exist_ok=True)
     owner = folder / f"attnlab-resume-{run_id}.owner"
     lock = FileLock(folder / f"attnlab-resume-{run_id}.lock", timeout=0)
@@ -88,7 +88,7 @@ def resumable_run(client: MlflowClient, run_id: str) -> tuple[ExperimentConfig, 
 
 def reopen_run(client: MlflowClient, run_id: str, tags: dict[str, str]) -> str:
     """Make stopped run ``run_id`` RUNNING again, owned by this process, with ``tags`` (its new
-    Prefect flow run) and its checkpoint at :func:`~attnlab.flows.steps.checkpoint_path` (copied
+    Prefect flow run) and its checkpoint at :func:`~attnlab.flows.run.steps.checkpoint_path` (copied
     from the run's artifacts when not on local disk), and the epochs it holds in the run's
     metrics; ``run_id``. Why it stopped is cleared."""
     local = checkpoint_path(run_id)

@@ -1,7 +1,7 @@
 """Prefect tasks that show and measure explanations: the explanation measures of a run
 (attention beside gradient attributions, :mod:`attnlab.evaluation.explanations`) and the
 attention explorer page, with a switch to each attribution method. Thin wrappers, as in
-:mod:`attnlab.flows.steps`.
+:mod:`attnlab.flows.run.steps`.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ checkpoint is kept on local disk), and the next train flow against that store en
 FAILED, as it ends every run left RUNNING by a process that is gone (SIGKILL, a crash). The
 champion alias moves only after a successful run, and only by the one promotion rule
 (:mod:`attnlab.ops.promotion`): challenger and champion scored on the registered model's benchmark
-set. The steps: :mod:`attnlab.flows.run_steps`; how the run ends: :mod:`attnlab.flows.run_closing`.
+set. The steps: :mod:`attnlab.flows.run.run_steps`; how the run ends: :mod:`attnlab.flows.run.run_closing`.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from typing import Any
 
 from prefect import flow
 
-from attnlab.evaluation.benchmark import DEFAULT_SIZE
-from attnlab.flows import steps as tasks
-from attnlab.flows.flow_runs import flow_run_tags
-from attnlab.flows.resume_run import reopen_run
-from attnlab.flows.run_closing import tracked_run
-from attnlab.flows.run_steps import Plan, Promotion, run_steps
+from attnlab.flows.run import steps as tasks
+from attnlab.flows.run.flow_runs import flow_run_tags
+from attnlab.flows.run.resume_run import reopen_run
+from attnlab.flows.run.run_closing import tracked_run
+from attnlab.flows.run.run_steps import Plan, Promotion, run_steps
 from attnlab.flows.tracking import store
 from attnlab.lab.config import ExperimentConfig
+from attnlab.ops.promotion import BENCHMARK_SIZE, DEFAULT_MARGIN
 from attnlab.training.timing import Stopwatch
 from mlflow import MlflowClient
 
@@ -41,8 +41,8 @@ def train_flow(
     parent_run_id: str | None = None,
     probe: list[str] | None = None,
     probe_gold: list[list[int]] | None = None,
-    margin: float = 0.0,
-    benchmark_size: int = DEFAULT_SIZE,
+    margin: float = DEFAULT_MARGIN,
+    benchmark_size: int = BENCHMARK_SIZE,
     command: str = "train",
     compare: list[str] | None = None,
     log_model: bool = True,
@@ -69,7 +69,7 @@ def train_flow(
     the test examples picked by :func:`attnlab.data.examples.pick_examples` (``explorer.html`` shows
     every test example's attention either way). ``resume_run_id`` continues that stopped run
     (``config`` must be its own) from its checkpoint after its last finished epoch
-    (:mod:`attnlab.flows.resume_run`) instead of starting a new run. ``run_tags`` are added to the
+    (:mod:`attnlab.flows.run.resume_run`) instead of starting a new run. ``run_tags`` are added to the
     run's tags (a tuned trial's study and number).
     """
     experiment = experiment or config.registered_model()

@@ -4,15 +4,16 @@ page."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from attnlab.data.datasets import load_splits
 from attnlab.data.examples import gold_alignments, pick_probe
-from attnlab.flows.steps import dataset
+from attnlab.evaluation.example_records import Gold
+from attnlab.flows.run.steps import dataset
 from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import build_task
-from attnlab.plugins import Example
+from attnlab.plugins import Example, Task
 from attnlab.viz.explorer_data import sweep_examples
 
 
@@ -24,9 +25,9 @@ class SharedInputs:
     (``shared``), their sources (``compares``) and every target of each of them (``references``:
     source -> targets, for a corpus task's sources with several); each by task."""
 
-    probes: dict[str, tuple[list[str], Any]]
+    probes: dict[str, tuple[list[str], Gold | None]]
     train_max: dict[str, int]
-    shared: dict[str, list[Any]]
+    shared: dict[str, list[Example]]
     compares: dict[str, list[str]]
     data_seeds: dict[str, int]
     references: dict[str, dict[str, list[str]]]
@@ -37,7 +38,7 @@ def shared_inputs(configs: list[ExperimentConfig]) -> SharedInputs:
     first = {c.task: c for c in configs}
     data = {config.task: (config.seed, load_splits(dataset(config))) for config in first.values()}
     tasks = {name: build_task(config) for name, config in first.items()}
-    picked = {name: pick_probe(splits, lambda text, task=tasks[name]: len(task.source_tokens(text))) for name, (_, splits) in data.items()}
+    picked = {name: pick_probe(splits, _source_length(tasks[name])) for name, (_, splits) in data.items()}
     probes = {name: (probe, gold_alignments(data[name][1].test, [probe[0]], [probe[1]])[0]) for name, (probe, _) in picked.items()}
     shared = {name: sweep_examples(splits.test, probes[name][0]) for name, (_, splits) in data.items()}
     return SharedInputs(
@@ -48,6 +49,11 @@ def shared_inputs(configs: list[ExperimentConfig]) -> SharedInputs:
         {name: seed for name, (seed, _) in data.items()},
         {name: _references(splits.test, shared[name]) for name, (_, splits) in data.items()},
     )
+
+
+def _source_length(task: Task) -> Callable[[str], int]:
+    """How many tokens of ``task`` a source has."""
+    return lambda text: len(task.source_tokens(text))
 
 
 def _references(test: list[Example], shown: list[Example]) -> dict[str, list[str]]:

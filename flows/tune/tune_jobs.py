@@ -1,7 +1,7 @@
 """How ``attnlab tune`` carries out its trials: Optuna's ask-and-tell interface over the sweep's
 task runners. The study is asked for a trial's values while fewer than ``max_parallel`` train
 and the budget (trials, time) allows; each trial trains on a worker (a process, a thread or a
-Dask worker) and reports its epochs to the study itself (:func:`attnlab.flows.tune_study.reporter`);
+Dask worker) and reports its epochs to the study itself (:func:`attnlab.flows.tune.tune_study.reporter`);
 its outcome is told to the study as it comes: COMPLETE with its value, PRUNED, or FAIL with what
 ended it (user attribute ``attnlab.outcome``).
 """
@@ -17,10 +17,12 @@ from collections.abc import Callable
 from typing import Any
 
 import optuna
+from prefect.futures import PrefectFuture
 
-from attnlab.flows import tune_study
+from attnlab.flows.sweep.worker_pool import lost_worker
 from attnlab.flows.tracking import tune_runs
-from attnlab.flows.worker_pool import lost_worker
+from attnlab.flows.tune import tune_study
+from attnlab.lab.config import ExperimentConfig
 from attnlab.tuning.space import Space, apply_values
 from attnlab.tuning.trials import INTERRUPTED, Pruned, trial_value, trials_left
 from mlflow import MlflowClient
@@ -34,17 +36,17 @@ TICK = 1.0
 STOP = threading.Event()
 
 #: Submits one trial (its Optuna trial, its config) to the task runner; its future.
-Submit = Callable[[optuna.trial.Trial, Any], Any]
+Submit = Callable[[optuna.trial.Trial, ExperimentConfig], PrefectFuture[dict[str, Any]]]
 
 
-def run_trials(study: optuna.Study, space: Space, base, total: int, timeout: float | None, max_parallel: int, submit: Submit,
+def run_trials(study: optuna.Study, space: Space, base: ExperimentConfig, total: int, timeout: float | None, max_parallel: int, submit: Submit,
                parent_run_id: str) -> int:  # fmt: skip
     """Train trials until the study holds ``total`` counted trials or ``timeout`` seconds have
     passed (trials under way then finish); the number of trials started."""
     started, begun = time.monotonic(), 0
     distributions = tune_study.distributions(space)
-    finished: queue.Queue = queue.Queue()
-    running: dict[Any, optuna.trial.Trial] = {}
+    finished: queue.Queue[PrefectFuture[dict[str, Any]]] = queue.Queue()
+    running: dict[PrefectFuture[dict[str, Any]], optuna.trial.Trial] = {}
     left = trials_left(total, tune_study.records(study))
     while True:
         while left > 0 and len(running) < max_parallel and (timeout is None or time.monotonic() - started < timeout):
@@ -65,7 +67,7 @@ def run_trials(study: optuna.Study, space: Space, base, total: int, timeout: flo
         left = min(left, trials_left(total, tune_study.records(study), len(running)))
 
 
-def tell(study: optuna.Study, trial: optuna.trial.Trial, future, objective: str, parent_run_id: str) -> bool:
+def tell(study: optuna.Study, trial: optuna.trial.Trial, future: PrefectFuture[dict[str, Any]], objective: str, parent_run_id: str) -> bool:
     """Tell the study how ``trial`` (its ``future``) ended, and log a line; False when it does
     not count (its worker was lost)."""
     number = trial.number

@@ -36,7 +36,7 @@ class SeparatePools(Executor):
         with self._lock:
             if self._closed:
                 raise RuntimeError("cannot schedule new futures after shutdown")
-            pool = self._idle.pop() if self._idle else ProcessPoolExecutor(**self._options)  # type: ignore[arg-type]
+            pool = self._idle.pop() if self._idle else ProcessPoolExecutor(**self._options)
             self._pools.add(pool)
         future = pool.submit(fn, *args, **kwargs)
         future.add_done_callback(lambda done: self._release(pool, done))
@@ -71,11 +71,13 @@ class SeparateWorkersTaskRunner(ProcessPoolTaskRunner):
         super().__enter__()
         shared = self._executor  # the runner's own pool: no worker is started before a submit
         assert shared is not None
+        # Prefect declares its pool a ProcessPoolExecutor; SeparatePools serves the submit and
+        # shutdown calls it makes, not the rest of that class.
         self._executor = SeparatePools(  # type: ignore[assignment]
             self._max_workers,
-            shared._mp_context,  # type: ignore[attr-defined]
-            shared._initializer,  # type: ignore[attr-defined]
-            shared._initargs,  # type: ignore[attr-defined]
+            shared._mp_context,
+            shared._initializer,
+            shared._initargs,
         )
         shared.shutdown(wait=False)
         return self

@@ -3,7 +3,7 @@ the study's MLflow parent run) on the sweep's task runners, pruned on its valida
 parent ends up holding the trials table, Optuna's history and importance plots and the best
 config (``best/config.yaml``, which ``attnlab train --config`` and ``attnlab sweep --config`` take).
 
-The study is stored with the lab's store (:mod:`attnlab.flows.tune_study`): the same command run
+The study is stored with the lab's store (:mod:`attnlab.flows.tune.tune_study`): the same command run
 again resumes it, its parent run reopened, and trains only the trials the budget still lacks.
 A stopped tune (Ctrl-C, SIGTERM) ends its trials' runs KILLED, their Optuna trials FAIL as
 interrupted (they do not count), and its parent run KILLED.
@@ -13,14 +13,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import optuna
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
+from prefect.futures import PrefectFuture
 
-from attnlab.flows import epoch_hooks, tune_jobs, tune_results, tune_study
-from attnlab.flows.flow_runs import ending_status, flow_run_tags, is_interrupt
+from attnlab.flows.run import epoch_hooks
+from attnlab.flows.run.flow_runs import ending_status, flow_run_tags, is_interrupt
 from attnlab.flows.services import prefect_watch
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking import store, tune_runs
+from attnlab.flows.tune import tune_jobs, tune_results, tune_study
 from attnlab.lab.config import ExperimentConfig
 from attnlab.tuning.space import parse_space
 from mlflow import MlflowClient
@@ -34,7 +37,7 @@ def train_trial(
     trial's number), reporting each epoch to the study; the run's id, kept weights' validation
     scores (``selection``) and test metrics. Raises :class:`~attnlab.tuning.trials.Pruned` when
     the pruner stopped it."""
-    from attnlab.flows.train_flow import train_flow  # see sweep_flow.train_combination
+    from attnlab.flows.run.train_flow import train_flow  # see sweep_flow.train_combination
 
     if threads:
         import torch
@@ -83,7 +86,7 @@ def tune_flow(
         tune_runs.end_running_trials(client, parent_run_id, "KILLED", "the tune that ran this trial was stopped", set(stale))
     tune_jobs.STOP.clear()
 
-    def submit(trial, config: ExperimentConfig):
+    def submit(trial: optuna.trial.Trial, config: ExperimentConfig) -> PrefectFuture[dict[str, Any]]:
         link = tune_study.TrialLink(
             storage_url, study_name, trial._trial_id, trial.number, searched.objective, searched.pruner, base.epochs
         )
@@ -101,10 +104,10 @@ def tune_flow(
             "tracking_uri": store.resolve_store().tracking_uri, "started": started, "resumed": held > 0, **summary}  # fmt: skip
 
 
-def _abandon(client: MlflowClient, study, parent_run_id: str, exc: BaseException) -> None:
+def _abandon(client: MlflowClient, study: optuna.Study, parent_run_id: str, exc: BaseException) -> None:
     """End a tune that ``exc`` stopped: its workers stopped (an interrupt), its trials' runs
     KILLED and Optuna trials FAIL as interrupted, its parent run KILLED or FAILED."""
-    from attnlab.flows.sweep_flow import _stop_workers
+    from attnlab.flows.sweep.sweep_flow import _stop_workers
 
     tune_jobs.STOP.set()
     if is_interrupt(exc):

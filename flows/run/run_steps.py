@@ -1,7 +1,8 @@
 """The steps of one train run inside its MLflow run: data, training, evaluation, the explanation
-measures (unless the config's ``explain`` is off), figures, the explorer page, logging, the model (logged, or registered and promoted by the one rule); and the
-run's summary. Each step is a Prefect task of :mod:`attnlab.flows.steps` or
-:mod:`attnlab.flows.model_steps`, timed by a :class:`~attnlab.training.timing.Stopwatch` section
+measures (unless the config's ``explain`` is off), figures, the explorer page, logging, the model
+(logged, or registered and promoted by the one rule); and the run's summary. Each step is a
+Prefect task of :mod:`attnlab.flows.run.steps`, :mod:`attnlab.flows.run.explain_steps` or
+:mod:`attnlab.flows.run.model_steps`, timed by a :class:`~attnlab.training.timing.Stopwatch` section
 that first checks Prefect's server and the store's artifacts folder are still there.
 """
 
@@ -17,10 +18,10 @@ from typing import Any, NamedTuple
 
 from attnlab.evaluation.example_records import model_examples, plotted_examples
 from attnlab.evaluation.explanations import with_explanation
-from attnlab.flows import explain_steps, model_steps
-from attnlab.flows import steps as tasks
+from attnlab.flows.run import explain_steps, model_steps
+from attnlab.flows.run import steps as tasks
+from attnlab.flows.run.steps import Trained
 from attnlab.flows.services import prefect_watch
-from attnlab.flows.steps import Trained
 from attnlab.flows.tracking import promote as promotion
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking import store
@@ -50,7 +51,7 @@ class Promotion(NamedTuple):
 
 @dataclass(frozen=True)
 class Plan:
-    """What a train run does besides training (see :func:`attnlab.flows.train_flow.train_flow`)."""
+    """What a train run does besides training (see :func:`attnlab.flows.run.train_flow.train_flow`)."""
 
     register: bool = True
     promotion: Promotion | None = None

@@ -3,7 +3,7 @@ outcome reported as it comes and the runs in progress every 30 s.
 
 Faults: a worker process that dies (SIGKILL, the out-of-memory killer) fails the one run it held,
 whose MLflow run is ended FAILED at once; the other runs go on, and the runs not yet started start
-on the workers left (:mod:`attnlab.flows.worker_pool`). When Prefect's server is lost
+on the workers left (:mod:`attnlab.flows.sweep.worker_pool`). When Prefect's server is lost
 (:mod:`attnlab.flows.services.prefect_watch`) no run starts any more; the runs in progress, which
 watch the server too, end themselves FAILED within seconds, and :class:`~attnlab.flows.services.prefect_watch.PrefectLost`
 is raised once they have (or :data:`GRACE` seconds have passed) for the flow to stop the sweep.
@@ -17,9 +17,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from prefect.futures import PrefectFuture
+
 from attnlab.flows.services import prefect_watch
+from attnlab.flows.sweep.worker_pool import lost_worker
 from attnlab.flows.tracking.sweep_reruns import child_runs, end_lost_worker_run
-from attnlab.flows.worker_pool import lost_worker
 from attnlab.lab.config import ExperimentConfig
 from attnlab.lab.run_records import EPOCH_TAG
 from attnlab.lab.summaries import finish_line
@@ -36,7 +38,7 @@ GRACE = 10.0
 #: (label, config, resume key) of one run to train.
 Job = tuple[str, ExperimentConfig, str | None]
 #: Submits one job to the task runner; its future.
-Submit = Callable[[str, ExperimentConfig, str | None], Any]
+Submit = Callable[[str, ExperimentConfig, str | None], PrefectFuture[dict[str, Any]]]
 
 
 def run_all(submit: Submit, jobs: list[Job], max_parallel: int, parent_run_id: str, report_every: float = 30.0) -> list[dict[str, Any]]:
@@ -45,8 +47,8 @@ def run_all(submit: Submit, jobs: list[Job], max_parallel: int, parent_run_id: s
     server was lost meanwhile (see the module docstring)."""
     client = MlflowClient()
     pending = list(enumerate(jobs))
-    finished: queue.Queue = queue.Queue()
-    running: dict[Any, tuple[int, str, ExperimentConfig]] = {}
+    finished: queue.Queue[PrefectFuture[dict[str, Any]]] = queue.Queue()
+    running: dict[PrefectFuture[dict[str, Any]], tuple[int, str, ExperimentConfig]] = {}
     outcomes: dict[int, dict[str, Any]] = {}
     report_at, lost_at = time.monotonic() + report_every, None
     while pending or running:
@@ -76,7 +78,9 @@ def run_all(submit: Submit, jobs: list[Job], max_parallel: int, parent_run_id: s
     return [outcomes[i] for i in range(len(jobs))]
 
 
-def _outcome(client: MlflowClient, parent_run_id: str, future, label: str, config: ExperimentConfig) -> dict[str, Any]:
+def _outcome(
+    client: MlflowClient, parent_run_id: str, future: PrefectFuture[dict[str, Any]], label: str, config: ExperimentConfig
+) -> dict[str, Any]:
     """A finished future as ``{label, seed, task, status, summary | error}``; the run of a worker
     that died is ended FAILED here."""
     base = {"label": label, "seed": config.seed, "task": config.task}

@@ -17,14 +17,15 @@ from typing import Any
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
+from prefect.futures import PrefectFuture
 
 from attnlab.evaluation.compare import Grid, grid_configs
-from attnlab.flows import sweep_parent
-from attnlab.flows.flow_runs import ending_status, is_interrupt
+from attnlab.flows.run.flow_runs import ending_status, is_interrupt
 from attnlab.flows.services import prefect_watch
-from attnlab.flows.sweep_inputs import shared_inputs
-from attnlab.flows.sweep_jobs import run_all
-from attnlab.flows.sweep_significance import log_marks
+from attnlab.flows.sweep import sweep_parent
+from attnlab.flows.sweep.sweep_inputs import SharedInputs, shared_inputs
+from attnlab.flows.sweep.sweep_jobs import Submit, run_all
+from attnlab.flows.sweep.sweep_significance import log_marks
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking import store
 from attnlab.flows.tracking.errors import RunFault
@@ -62,7 +63,7 @@ def train_combination(
     examples (else the probe's only)."""
     # Imported here: a task shipped to a worker process is pickled by value, and the flow it
     # refers to would arrive without the module globals its parameter annotations name.
-    from attnlab.flows.train_flow import train_flow
+    from attnlab.flows.run.train_flow import train_flow
 
     if threads:
         import torch
@@ -103,12 +104,13 @@ def _stop_workers(grace: float = 5.0) -> None:
 
 
 def _submitter(
-    experiment: str, parent_run_id: str, shown, threads: int | None, register_models: bool, log_models: bool, example_plots: bool
-):
+    experiment: str, parent_run_id: str, shown: SharedInputs, threads: int | None, register_models: bool, log_models: bool,
+    example_plots: bool,
+) -> Submit:  # fmt: skip
     """Submits one run of the sweep (label, config, resume key) as a ``train-combination`` task;
-    its future. ``shown``: the sweep's shared inputs (:func:`attnlab.flows.sweep_inputs.shared_inputs`)."""
+    its future. ``shown``: the sweep's shared inputs (:func:`attnlab.flows.sweep.sweep_inputs.shared_inputs`)."""
 
-    def submit(label: str, config: ExperimentConfig, key: str | None):
+    def submit(label: str, config: ExperimentConfig, key: str | None) -> PrefectFuture[dict[str, Any]]:
         name = f"{label.replace('/', '-')}-seed{config.seed}"
         probe, probe_gold = shown.probes.get(config.task, (None, None))
         return train_combination.with_options(task_run_name=f"train-{name}").submit(
@@ -145,7 +147,7 @@ def sweep_flow(
     again: that run's outcome is compared (``reused`` counts them).
     """
     grid_ = Grid({dim: tuple(values) for dim, values in grid.items()}, tuple(seeds))
-    bands = [tuple(band) for band in bands or []]
+    bands = [(low, high) for low, high in bands or []]
     experiment = experiment or experiment_name(base.task if len(grid_.values.get("task", ())) <= 1 else "sweeps")
     configs = grid_configs(base, grid_)
     jobs = [(grid_.label(config), config, key) for config, key in zip(configs, job_keys(configs))]

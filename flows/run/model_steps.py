@@ -1,7 +1,7 @@
 """Prefect tasks of a trained model's way into the registry: logging it, registering it as
 ``attnlab-<task>``, the benchmark it is scored on and the promotion by the one rule (see
 :mod:`attnlab.flows.tracking.promote`). Each a thin wrapper around one tracking step, retried as
-the logging steps of :mod:`attnlab.flows.steps` are.
+the logging steps of :mod:`attnlab.flows.run.steps` are.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from prefect import task
 
 from attnlab.data.datasets import load_splits
 from attnlab.evaluation.benchmark import overlap
-from attnlab.flows.steps import LOGGING
+from attnlab.flows.run.steps import LOGGING
 from attnlab.flows.tracking import promote as promotion
 from attnlab.flows.tracking import registry as model_registry
 from attnlab.flows.tracking import runs as tracking

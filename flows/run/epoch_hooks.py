@@ -3,7 +3,7 @@ epoch's validation score to its study and stops a trial its pruner gives up on.
 
 A listener is set for the calls made inside :func:`listening` (a context variable: each thread
 of a thread pool, each worker process, has its own), and hears ``(run_id, metrics)`` after the
-epoch was logged (:func:`attnlab.flows.steps.train`); an exception it raises stops the training.
+epoch was logged (:func:`attnlab.flows.run.steps.train`); an exception it raises stops the training.
 """
 
 from __future__ import annotations

@@ -11,20 +11,22 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pandas as pd
-from prefect import task
-from prefect.cache_policies import NO_CACHE
+from prefect import Task, task
+from prefect.cache_policies import NO_CACHE, CachePolicy
+from prefect.client.schemas.objects import State, TaskRun
 
 from attnlab.data.cache import cache_root
 from attnlab.data.data_key import data_file_name, data_key, task_plugin_version
 from attnlab.data.datasets import data_spec, entry_problem, load_splits, save_splits
 from attnlab.data.examples import gold_alignments
-from attnlab.evaluation.example_records import attention_record, heatmap_title, merged_golds
+from attnlab.evaluation.example_records import Gold, attention_record, heatmap_title, merged_golds
 from attnlab.evaluation.metrics import Evaluation, evaluate
-from attnlab.flows import epoch_hooks
+from attnlab.flows.run import epoch_hooks
 from attnlab.flows.services import prefect_watch
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking import store
@@ -49,13 +51,20 @@ progress = logging.getLogger(PROGRESS_LOGGER)
 step_progress = logging.getLogger(f"{PROGRESS_LOGGER}.steps")
 
 
-def transient(task, task_run, state) -> bool:
-    """Prefect's retry condition: retry I/O and tracking-server hiccups, not mistakes or bugs
-    (:func:`attnlab.ops.retry.transient`)."""
+def transient(task: Task[..., Any], task_run: TaskRun, state: State[Any]) -> bool:
+    """Prefect's retry condition: I/O and tracking-server hiccups, not mistakes or bugs (:func:`attnlab.ops.retry.transient`)."""
     return retry.transient(state.data if isinstance(state.data, BaseException) else None)
 
 
-LOGGING = dict(retries=2, retry_delay_seconds=[1, 5], retry_condition_fn=transient, cache_policy=NO_CACHE)
+#: Keyword arguments of Prefect's ``@task`` (a TypedDict: mypy checks each against its parameter).
+class TaskOptions(TypedDict):
+    retries: int
+    retry_delay_seconds: list[float]
+    retry_condition_fn: Callable[[Task[..., Any], TaskRun, State[Any]], bool]
+    cache_policy: CachePolicy
+
+
+LOGGING = TaskOptions(retries=2, retry_delay_seconds=[1, 5], retry_condition_fn=transient, cache_policy=NO_CACHE)
 
 
 @task(name="start-run", **LOGGING)
@@ -159,10 +168,7 @@ def train(config: ExperimentConfig, data: Path, run_id: str, workdir: Path) -> T
     cannot be tracked any more)."""
     client, where = MlflowClient(), store.resolve_store()
     steps = StepLog(client, run_id)
-
-    def tracked(write: Callable[[], object]) -> None:
-        tracked_write(where, write)
-
+    tracked = partial(tracked_write, where)
     splits = load_splits(data)
     checkpoint = checkpoint_path(run_id)
     fresh = not checkpoint.exists()  # a resumed run has no untrained model to show
@@ -215,14 +221,14 @@ def evaluate_bundle(bundle: Path, data: Path, beam_size: int, device: str = "cpu
 
 @task(name="plot-attention", cache_policy=NO_CACHE)
 def plot_attention(
-    bundle: Path, sources: list[str], targets: list[str], out_dir: Path, data: Path | None = None, golds: list | None = None
+    bundle: Path, sources: list[str], targets: list[str], out_dir: Path, data: Path | None = None, golds: list[Gold | None] | None = None
 ) -> Path:
     """Heatmaps (PNG; one per head as well for a multi-head scorer) of the bundled model's
     attention on ``sources`` and ``weights.json`` with the raw weights, their tokens and the gold
     alignment (``gold``: the one given in ``golds``, else from the test split of the data file
     ``data``; null when unknown), which the heatmaps outline."""
     predictor = Predictor.load(bundle)  # test examples may be longer than training's
-    found = gold_alignments(load_splits(data).test, sources, targets) if data is not None else [None] * len(sources)
+    found: list[Gold | None] = gold_alignments(load_splits(data).test, sources, targets) if data is not None else [None] * len(sources)
     golds = merged_golds(golds, found)
     out_dir.mkdir(parents=True, exist_ok=True)
     predictions = predictor.predict(sources)

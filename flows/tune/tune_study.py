@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 import optuna
 
+from attnlab.flows.run.epoch_hooks import EpochListener
 from attnlab.flows.tracking.errors import UserError
 from attnlab.flows.tracking.store import Store
 from attnlab.tuning.space import Choice, Space
@@ -139,8 +140,8 @@ class TrialLink:
     epochs: int
 
 
-def reporter(link: TrialLink):
-    """An epoch listener (:mod:`attnlab.flows.epoch_hooks`) that reports each epoch's objective
+def reporter(link: TrialLink) -> EpochListener:
+    """An epoch listener (:mod:`attnlab.flows.run.epoch_hooks`) that reports each epoch's objective
     to the trial and raises :class:`~attnlab.tuning.trials.Pruned` when the pruner stops it."""
     opened: list[optuna.trial.Trial] = []
 
