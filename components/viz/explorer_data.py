@@ -192,7 +192,7 @@ def run_document(
     examples, note = run_examples(model, test_examples, limit, correct, explained)
     count = sum(bool(example["attributions"]) for example in examples)
     if count:
-        note += f"; the {count:,} the explanation measures sampled come first among the wrong and the right ones, explained"
+        note += f"; the {count:,} examples the explanation measures sampled come first (among the wrong ones and among the right ones), explained"
     return {
         "version": SCHEMA_VERSION,
         "title": f"attnlab run {name}",

@@ -465,7 +465,9 @@ def test_a_runs_page_shows_the_scores_its_explanation_measures_computed_on_their
     shown = [(example["correct"], example["source"] in sampled, bool(example["attributions"])) for example in entry["examples"]]
     assert [explained for _, _, explained in shown] == [in_sample for _, in_sample, _ in shown]  # exactly the sample
     assert shown == sorted(shown, key=lambda row: (row[0], not row[1]))  # sampled first among the wrong, and the right
-    assert document["note"].endswith("; the 3 the explanation measures sampled come first among the wrong and the right ones, explained")
+    assert document["note"].endswith(
+        "; the 3 examples the explanation measures sampled come first (among the wrong ones and among the right ones), explained"
+    )
     example = next(example for example in entry["examples"] if example["attributions"])
     rows, cols = len(example["output_tokens"]), len(example["source_tokens"])
     assert example["attributions"] == given_views(explanation.scores[example["source"]], rows, cols)

@@ -243,6 +243,7 @@
       return;
     }
     const reads = attending() ? " attends most to source '" : " is attributed most to source '";
+    const value = attending() ? ", weight " : ", score ";
     const gold = ex.gold || [];
     if (side === "output") {
       const row = w[index];
@@ -255,7 +256,7 @@
       for (const cell of $("grid-wrap").querySelectorAll('[data-row="' + index + '"]')) cell.classList.add("row-active");
       const goldText = (gold[index] || []).map((j) => "'" + ex.source_tokens[j] + "' (" + (j + 1) + ")").join(", ");
       info.textContent = "output '" + ex.output_tokens[index] + "' (" + (index + 1) + ")" + reads +
-        ex.source_tokens[top] + "' (" + (top + 1) + ", weight " + fmt(row[top]) + ")" +
+        ex.source_tokens[top] + "' (" + (top + 1) + value + fmt(row[top]) + ")" +
         (goldText ? "; gold: " + goldText : index < gold.length ? "; no gold source" : "");
     } else {
       const col = column(w, index);
@@ -266,8 +267,8 @@
       });
       gold.forEach((positions, i) => { if (positions.includes(index)) outputs[i].classList.add("gold"); });
       for (const cell of $("grid-wrap").querySelectorAll('[data-col="' + index + '"]')) cell.classList.add("col-active");
-      info.textContent = "source '" + ex.source_tokens[index] + "' (" + (index + 1) + ") is read most by output '" +
-        ex.output_tokens[top] + "' (" + (top + 1) + ", weight " + fmt(col[top]) + ")";
+      info.textContent = "source '" + ex.source_tokens[index] + "' (" + (index + 1) + (attending() ? ") is read most by output '"
+        : ") matters most to output '") + ex.output_tokens[top] + "' (" + (top + 1) + value + fmt(col[top]) + ")";
     }
   }
 
