@@ -18,7 +18,7 @@ from attnlab.evaluation.attribution import (
     gradient_scores,
     step_attributions,
 )
-from attnlab.evaluation.explanations import explain_model
+from attnlab.evaluation.explanations import ExplainOptions, explain_model
 from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import Seq2Seq, build_model, build_task
 from attnlab.model.decode import OwnOutputs, own_outputs
@@ -99,11 +99,12 @@ def test_a_third_party_scorer_gets_attributions_with_no_code_of_its_own(make_dis
         {"attnlab.scorers": {"cosine": "thirdparty_cosine:CosineAttention"}},
         {"thirdparty_cosine.py": documented_cosine()},
     )
-    config = tiny(scorer="cosine", test_size=20)
+    # short sources: an untrained model's outputs run to the step limit, 2 x length + 16
+    config = tiny(scorer="cosine", task="reverse", task_options={"min_length": 2, "max_length": 3})
     task = build_task(config)
     model = build_model(config, task)
     examples = task.generate(4, seed=1)
-    explanation = explain_model(model, examples)
+    explanation = explain_model(model, examples, ExplainOptions(attribution=AttributionOptions(steps=2)))
     assert explanation.note is None
     assert explanation.table["method"].tolist() == ["attention", *GRADIENT_METHODS, "random"]
     gradient_rows = explanation.table.set_index("method").loc[list(GRADIENT_METHODS)]  # untrained: no output agrees with a target
