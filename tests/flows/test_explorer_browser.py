@@ -456,3 +456,63 @@ def test_cjk_output_characters_are_drawn_from_the_embedded_font_not_as_boxes(pag
         if not system_has_cjk:  # then the page's own font list reaches the embedded font
             assert unlike(embedded, fallback) > 20, character
             assert unlike(element_png(page, token, "", character), reference) == 0, character
+
+
+def model_page(browser, tmp_path, scorer: str):
+    """The ``predict --html`` page of an untrained tiny date model with ``scorer``, its first of
+    two inputs explained by every gradient method (Captum), opened and drawn; and its document."""
+    from attnlab.evaluation.attribution import AttributionOptions
+    from attnlab.lab.config import ExperimentConfig
+    from attnlab.model.assembly import build_model, build_task
+    from attnlab.viz import explorer_data
+
+    config = ExperimentConfig(hidden_size=8, embedding_dim=8, scorer=scorer)
+    model = build_model(config, build_task(config))
+    document = explorer_data.inputs_document(model, ["25-12-2023", "01-02-2003"], "tiny", explain=AttributionOptions(steps=4))
+    for example in document["models"][0]["examples"][1:]:
+        example["attributions"] = {}  # as a page whose first example only is explained
+    url = write_explorer(document, tmp_path / f"{scorer}.html").as_uri()
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(url)
+    page.wait_for_selector("body[data-ready]")
+    return page, document["models"][0]
+
+
+def page_matrix(matrix: list[list[float]]) -> list[list[float]]:
+    """A matrix as the page keeps it (3 decimals)."""
+    return [[round(w, 3) for w in row] for row in matrix]
+
+
+def test_the_explanation_switch_draws_each_methods_heatmap_in_the_same_view(browser, tmp_path):
+    page, model = model_page(browser, tmp_path, "scaled_dot")
+    example = model["examples"][0]
+    methods = page.eval_on_selector_all('[data-testid="method-select"] option', "ns => ns.map(n => n.value)")
+    assert methods == ["attention", "saliency", "input_x_gradient", "integrated_gradients"]
+    drawn = {}
+    for method in methods:
+        page.select_option('[data-testid="method-select"]', method)
+        drawn[method] = cells(page, "grid-cell")
+        shown = example["weights"]["average"] if method == "attention" else example["attributions"][method]
+        assert drawn[method] == page_matrix(shown)
+        golds = page.eval_on_selector_all('[data-testid="grid-cell"].gold', "ns => ns.map(n => [+n.dataset.row, +n.dataset.col])")
+        assert golds == []  # no gold for predict's inputs; the overlay is the grid's own
+        page.hover('[data-testid="output-token"][data-index="0"]')
+        assert indexes(page, '[data-testid="source-token"].top') == [argmax(page_matrix(shown)[0])]
+        verb = "attends most to" if method == "attention" else "is attributed most to"
+        assert verb in page.locator("#hover-info").inner_text()
+    assert len({json.dumps(matrix) for matrix in drawn.values()}) == len(methods)  # a different heatmap each
+    page.locator('[data-testid="example-item"]').nth(1).click()  # not explained: said so, same method kept
+    assert page.locator('[data-testid="method-select"]').input_value() == "integrated_gradients"
+    assert "not explained by integrated gradients" in page.locator('[data-testid="no-weights"]').inner_text()
+    page.select_option('[data-testid="method-select"]', "attention")
+    assert cells(page, "grid-cell") == page_matrix(model["examples"][1]["weights"]["average"])
+    page.close()
+
+
+def test_a_model_without_attention_opens_on_its_first_attribution_method(browser, tmp_path):
+    page, model = model_page(browser, tmp_path, "none")
+    methods = page.eval_on_selector_all('[data-testid="method-select"] option', "ns => ns.map(n => n.value)")
+    assert methods == ["saliency", "input_x_gradient", "integrated_gradients"]
+    assert page.locator('[data-testid="view-select"]').is_hidden()
+    assert cells(page, "grid-cell") == page_matrix(model["examples"][0]["attributions"]["saliency"])
+    page.close()
