@@ -2,11 +2,10 @@
 
 Rebuilds the page from the document it carries (attnlab.viz.explorer, so the picture shows this
 version's page), opens it at 1280 CSS pixels wide, chooses the first example (the wrong one, when there is
-one), shows its first head when the model has several views (or, with ``--method``, that
-explanation instead of attention), hovers an output character that has a gold source, and writes
-the whole page as a 256-colour PNG.
+one), shows its first head when the model has several views, hovers an output character that has
+a gold source, and writes the whole page as a 256-colour PNG.
 
-Usage: python docs/explorer_screenshot.py EXPLORER_HTML OUT_PNG [--zoom 2] [--method integrated_gradients]
+Usage: python docs/explorer_screenshot.py EXPLORER_HTML OUT_PNG [--zoom 2]
 Needs: chromium (Debian: apt-get install chromium) and playwright (the project's dev extras).
 """
 
@@ -62,7 +61,6 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--zoom", type=float, default=1.0, help="browser zoom: 2 shows the page as at 200%%")
     parser.add_argument("--width", type=int, default=1280)
-    parser.add_argument("--method", help="the explanation menu's choice (e.g. integrated_gradients) instead of attention")
     args = parser.parse_args()
     document = document_of(args.page)
     executable = shutil.which("chromium") or "/usr/bin/chromium"
@@ -77,9 +75,7 @@ def main() -> None:
             page.add_style_tag(content=css)
             page.evaluate("document.fonts.ready")
         views = page.eval_on_selector_all('[data-testid="view-select"] option', "ns => ns.map(n => n.value)")
-        if args.method:
-            page.select_option('[data-testid="method-select"]', args.method)
-        elif len(views) > 1:
+        if len(views) > 1:
             page.select_option('[data-testid="view-select"]', views[1])
         page.hover(f'[data-testid="output-token"][data-index="{hovered_step(document)}"]')
         page.screenshot(path=str(args.out), full_page=True)

@@ -21,11 +21,6 @@ An encoder plugin subclasses :class:`Encoder` and is registered under ``attnlab.
 - **Length limit**: an encoder that cannot take sources beyond some length exposes it as the
   attribute ``max_length``; the model reports it as ``max_source_length`` and refuses longer
   inputs before encoding.
-- **Source embeddings**: the gradient attributions beside attention (saliency, input x gradient,
-  integrated gradients; ``attnlab.evaluation.attribution``) read the source at the encoder's
-  token embedding: its one ``nn.Embedding`` of ``vocab_size`` rows, which ``forward`` calls on
-  ``src``. An encoder with none or several of them is measured by attention alone, with a line
-  saying why; nothing else to write.
 - **Checks**: every model built probes its encoder once on three padded sources;
   ``attnlab plugins --check`` and ``attnlab.plugins.testing.check_encoder(MyEncoder)`` run the same checks.
 """

@@ -31,12 +31,6 @@ drop** ``erasure_drop_<probe>`` (probability of the originally predicted charact
 after; negative when erasing raised it); ``erasure_examples`` is the number of examples probed.
 A scorer that does not attend (``none``) gets NaN for all of them.
 
-:func:`erase_inputs` erases at the input instead, for any model and any explanation method (the
-faithfulness measures of :mod:`attnlab.evaluation.explanations`): the chosen source tokens are
-replaced by a baseline token (PAD, whose embedding is zero in the built-in encoders) and the
-whole model runs again, encoder and decoder, teacher-forced on the model's own prefix up to the
-step; the positions stay, as does the source mask.
-
 Cost: one decoder step for the N examples plus one for 3N rows per target position. Measured
 with ``python benchmarks/bench_evaluate.py [--scorer S] [--decoder D]`` (one torch thread, a
 loaded 2-core machine), 500 sampled examples of the date task: 0.7 s for the default run (rnn
@@ -55,7 +49,6 @@ from torch import Tensor
 
 from attnlab.data.splits import EncodedExamples, encode_examples
 from attnlab.model.assembly import Seq2Seq
-from attnlab.model.decode import OwnOutputs
 from attnlab.plugins import Example
 
 #: Test examples sampled for the erasure tests (all of them when the test set is smaller).
@@ -97,21 +90,13 @@ def random_positions(candidates: Tensor, generator: torch.Generator) -> Tensor:
 @dataclass
 class ErasureTally:
     """Running sums per probe, so batches combine exactly: steps probed, flips, summed drops;
-    and the examples probed. ``probes``: the probes' names (default :data:`PROBES`; the
-    explanation measures of :mod:`attnlab.evaluation.explanations` tally their own)."""
+    and the examples probed."""
 
     examples: int = 0
-    probes: tuple[str, ...] = PROBES
-    steps: dict[str, int] = field(default_factory=dict)
-    flips: dict[str, int] = field(default_factory=dict)
-    drops: dict[str, float] = field(default_factory=dict)
+    steps: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PROBES, 0))
+    flips: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PROBES, 0))
+    drops: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PROBES, 0.0))
     attends: bool = True
-
-    def __post_init__(self) -> None:
-        for probe in self.probes:
-            self.steps.setdefault(probe, 0)
-            self.flips.setdefault(probe, 0)
-            self.drops.setdefault(probe, 0.0)
 
     def add(self, probe: str, valid: Tensor, flipped: Tensor, drop: Tensor) -> None:
         """One probe at one step: valid, flipped bool [N]; drop float [N]."""
@@ -119,23 +104,17 @@ class ErasureTally:
         self.flips[probe] += int((flipped & valid).sum())
         self.drops[probe] += float(drop[valid].sum())
 
-    def flip_rate(self, probe: str) -> float:
-        """Share of the probe's steps whose prediction changed (NaN without a step)."""
-        n = self.steps[probe] if self.attends else 0
-        return self.flips[probe] / n if n else math.nan
-
-    def mean_drop(self, probe: str) -> float:
-        """Mean probability drop of the probe's steps (NaN without a step)."""
-        n = self.steps[probe] if self.attends else 0
-        return self.drops[probe] / n if n else math.nan
-
     def metrics(self) -> dict[str, float]:
-        """erasure_flip_<probe> and erasure_drop_<probe> for each probe (NaN for a probe
+        """erasure_flip_<probe> and erasure_drop_<probe> for top, random, gold (NaN for a probe
         with no step) and erasure_examples, the test examples probed; all NaN for a scorer that
         does not attend."""
         out = {"erasure_examples": float(self.examples) if self.attends else math.nan}
-        out.update({f"erasure_flip_{probe}": self.flip_rate(probe) for probe in self.probes})
-        out.update({f"erasure_drop_{probe}": self.mean_drop(probe) for probe in self.probes})
+        for probe in PROBES:
+            n = self.steps[probe] if self.attends else 0
+            out[f"erasure_flip_{probe}"] = self.flips[probe] / n if n else math.nan
+        for probe in PROBES:
+            n = self.steps[probe] if self.attends else 0
+            out[f"erasure_drop_{probe}"] = self.drops[probe] / n if n else math.nan
         return out
 
 
@@ -178,19 +157,6 @@ def erase_batch(model: Seq2Seq, data: EncodedExamples, examples: list[Example], 
         for index, probe in enumerate(PROBES):
             tally.add(probe, valid[index], flipped[index], before - after[index])
         state = next_state
-
-
-@torch.inference_mode()
-def erase_inputs(model: Seq2Seq, outputs: OwnOutputs, step: int, erased: Tensor, baseline_token: int) -> Tensor:
-    """The probabilities [P, B, V] of the token after ``outputs.tgt_in[:, :step + 1]`` (the
-    model's own prefix) with the source tokens ``erased`` (bool [P, B, Ls], real positions only)
-    replaced by ``baseline_token``: one pass of P x B rows through the encoder and the decoder."""
-    probes, batch, _ = erased.shape
-    src = outputs.src.expand(probes, -1, -1).masked_fill(erased, baseline_token).flatten(0, 1)
-    mask = outputs.src_mask.repeat(probes, 1)
-    tgt_in = outputs.tgt_in[:, : step + 1].repeat(probes, 1)
-    probabilities: Tensor = model(src, mask, tgt_in).logits[:, -1].softmax(dim=-1)
-    return probabilities.view(probes, batch, -1)
 
 
 def erasure_metrics(

@@ -40,16 +40,13 @@ class Evaluation:
     share of aligned steps per offset (offset, steps, share; see
     :meth:`attnlab.evaluation.alignment.AlignmentTally.offset_table`), None for a scorer that does not
     attend or a task without alignments; greedy_correct: greedy decoding's verdict on each row of
-    ``predictions`` (the same as ``correct`` when the evaluation was greedy); explanations: the
-    table of the explanation measures, one row per method
-    (:func:`attnlab.evaluation.explanations.with_explanation`), None when not measured."""
+    ``predictions`` (the same as ``correct`` when the evaluation was greedy)."""
 
     metrics: dict[str, float]
     per_length: pd.DataFrame
     predictions: pd.DataFrame
     alignment_offsets: pd.DataFrame | None = None
     greedy_correct: list[bool] | None = None
-    explanations: pd.DataFrame | None = None
 
 
 def decode_texts(

@@ -23,7 +23,6 @@ MAX_BATCH = 100_000
 MAX_EPOCHS = 10_000
 MAX_BEAM = 100
 MAX_STEPS = 10**9  # warmup_steps
-MAX_IG_STEPS = 1000  # explain_steps: integrated gradients' points (Captum's default is 50)
 #: Seeds are |seed| < 2**32: the per-epoch batch order seeds torch with seed * 100003 + epoch,
 #: which must fit torch's 64-bit seed.
 SEED_RANGE = 2**32
@@ -128,22 +127,6 @@ class ExperimentConfig(BaseModel):
     )
     average_last: EpochCount = Field(1, description="keep the mean of the last N epochs' weights (checkpoint 'last' only; 1: no averaging)")
     beam_size: BeamSize = Field(1, description="1 = greedy decoding at evaluation")
-    explain: bool = Field(
-        True,
-        description="measure attention beside gradient attributions (saliency, input x gradient, integrated gradients) on a "
-        "sample of the test split: alignment with the gold, faithfulness by erasure, agreement with attention; and show "
-        "them in the explorer; false: neither (training is the same either way)",
-    )
-    explain_examples: ExampleCount = Field(50, description="test examples the explanation measures sample (seed 0)")
-    explain_steps: Annotated[int, Field(gt=0, le=MAX_IG_STEPS)] = Field(
-        16, description="integrated gradients' points on the path from the baseline (Gauss-Legendre)"
-    )
-    explain_baseline: Literal["pad", "unk"] = Field(
-        "pad", description="the token integrated gradients starts from, and that erasure puts in a source token's place"
-    )
-    explain_top_k: Annotated[int, Field(gt=0, le=MAX_WIDTH)] = Field(
-        1, description="source tokens erased (comprehensiveness) or kept (sufficiency) by the faithfulness measures"
-    )
 
     seed: int = Field(0, gt=-SEED_RANGE, lt=SEED_RANGE)
     device: str = Field("auto", description="'auto' (CUDA when present), 'cpu', 'cuda', 'cuda:N'")

@@ -48,8 +48,6 @@ GROUPS = {
     "greedy": "greedy decoding (the runs above used beam search)",
     "alignment": "alignment",
     "erasure": "erasure (teacher-forced)",
-    "explanations": "explanations: alignment within one (w1) and comprehensiveness (comp) of attention (att), saliency (sal), "
-    "input x gradient (ixg), integrated gradients (ig)",
 }
 
 
@@ -111,35 +109,6 @@ def metric_entry(
 #: The format of a count (parameters, examples), for one run and in a narrow table.
 COUNT = ",.0f"
 
-#: The explanation methods (``attnlab.evaluation.explanations.METHODS``), each with its short name
-#: in the sweep table.
-EXPLAIN_METHODS = {"attention": "att", "saliency": "sal", "input_x_gradient": "ixg", "integrated_gradients": "ig", "random": "rand"}
-#: Each explanation measure of a method: which direction is better, its heading in the summary's
-#: explanations block and ``attnlab compare`` (None: logged only), and its column's suffix in the
-#: sweep table (None: not there; ``random``, the chance level, is never there).
-EXPLAIN_MEASURES: tuple[tuple[str, Better, str | None, str | None], ...] = (
-    ("alignment_within_one", HIGHER, "within one", "w1"),
-    ("alignment_shifted_accuracy", HIGHER, "shifted", None),
-    ("alignment_error_rate", LOWER, "AER", None),
-    ("alignment_offset_mode", None, None, None),
-    ("alignment_accuracy", HIGHER, None, None),
-    ("comprehensiveness", HIGHER, "compr.", "comp"),
-    ("sufficiency", LOWER, "suff.", None),
-    ("flip_top", HIGHER, "flip top-1", None),
-    ("kendall_tau", None, "tau", None),
-)
-
-
-def explanation_metric(method: str, measure: str, better: Better, heading: str | None, column: str | None) -> Metric:
-    """The catalogue's entry of ``test_explain_<method>_<measure>``."""
-    places = {SUMMARY: heading, COMPARE: ""} if heading else {}
-    if column and method != "random":
-        places[SWEEP] = f"{EXPLAIN_METHODS[method]}_{column}"
-    offset = measure == "alignment_offset_mode"
-    return metric_entry(f"explain_{method}_{measure}", better, at(**places), "explanations",
-                        fmt="+.0f" if offset else ".4f", short_fmt=",.1f" if offset else ",.3f")  # fmt: skip
-
-
 #: Every metric attnlab shows, in the order the outputs list them.
 CATALOGUE: tuple[Metric, ...] = (
     metric_entry("exact_match", HIGHER, at(SUMMARY, SWEEP_LINE, COMPARE, RUNS, RUNS_JSON, MLFLOW_VIEW, EXPLORER, sweep="em", significance="em"), view_width=140),
@@ -166,8 +135,6 @@ CATALOGUE: tuple[Metric, ...] = (
         for probe in ("top", "random", "gold")
     ),
     metric_entry("erasure_examples", None, at(COMPARE), "erasure", fmt=COUNT, short_fmt=COUNT),
-    *(explanation_metric(method, *measure) for method in EXPLAIN_METHODS for measure in EXPLAIN_MEASURES),
-    metric_entry("explain_examples", None, at(COMPARE), "explanations", fmt=COUNT, short_fmt=COUNT),
 )  # fmt: skip
 
 

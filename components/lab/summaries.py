@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from attnlab.lab.config import BEST_RULE
-from attnlab.lab.metric_catalogue import EXPLAIN_METHODS, GROUPS, SUMMARY, SWEEP_LINE, Metric, shown_in
+from attnlab.lab.metric_catalogue import GROUPS, SUMMARY, SWEEP_LINE, Metric, shown_in
 
 #: The erasure line's two measures: their words and the prefix of their metrics' names.
 ERASURE_MEASURES = (("flip rate", "erasure_flip_"), ("probability drop", "erasure_drop_"))
@@ -38,42 +38,12 @@ def erasure_line(metrics: dict[str, float]) -> str | None:
     return f"erasure{sample}: " + ";  ".join(parts)
 
 
-def explanation_lines(metrics: dict[str, float], seconds: float | None = None) -> list[str]:
-    """The summary's block on the explanation measures: a line saying on how many test examples
-    and in how many seconds (``seconds``: the run's ``explain`` step), then a line per method
-    measured, its columns the catalogue's summary headings ("-" where a method has none: tau of
-    attention with itself, alignment without gold); [] without them."""
-    shown = shown_in(SUMMARY, "explanations")
-    headings = list(dict.fromkeys(m.shown[SUMMARY] for m in shown))
-    rows = []
-    for method in EXPLAIN_METHODS:
-        cells = {m.shown[SUMMARY]: m.text(metrics[m.key]) for m in shown if m.name.startswith(f"explain_{method}_") and m.key in metrics}
-        if cells:
-            rows.append((method, cells))
-    if not rows:
-        return []
-    headings = [h for h in headings if any(h in cells for _, cells in rows)]
-    examples = metrics.get("test_explain_examples")
-    said = [f"{examples:.0f} test examples" if examples is not None else "", f"{seconds:.1f} s" if seconds is not None else ""]
-    width = max(len(method) for method, _ in rows)
-    widths = {h: max([len(h)] + [len(cells.get(h, "-")) for _, cells in rows]) for h in headings}
-    lines = [f"explanations ({', '.join(part for part in said if part)}):" if any(said) else "explanations:"]
-    lines.append(("  " + " " * width + "  " + "  ".join(h.ljust(widths[h]) for h in headings)).rstrip())
-    for method, cells in rows:
-        lines.append(("  " + method.ljust(width) + "  " + "  ".join(cells.get(h, "-").ljust(widths[h]) for h in headings)).rstrip())
-    return lines
-
-
-def attention_lines(metrics: dict[str, float], explain_seconds: float | None = None) -> list[str]:
+def attention_lines(metrics: dict[str, float]) -> list[str]:
     """The summary's line of each group of the catalogue after the ``test:`` line (the alignment
     measures, the erasure tests, ...: ``test_*`` metrics), each only when its metrics are there (a
-    scorer that does not attend has none); the explanation measures are a block of lines
-    (:func:`explanation_lines`)."""
+    scorer that does not attend has none)."""
     lines = []
     for group in GROUPS:
-        if group == "explanations":
-            lines.extend(explanation_lines(metrics, explain_seconds))
-            continue
         if group == "erasure":
             line = erasure_line(metrics)
         else:
@@ -129,7 +99,7 @@ def format_summary(summary: dict[str, Any]) -> str:
             f"{summary['epochs']} epoch(s), {summary['train_seconds']:.1f} s training{early}",
             *([f"weights: {kept_weights(selection)}"] if chosen else []),
             f"test:  {shown}",
-            *attention_lines(metrics, summary.get("timings", {}).get("steps", {}).get("explain")),
+            *attention_lines(metrics),
             f"model: {model['name']} version {model['version']} ({model['uri']})",
             f"promotion{where}: {promotion_verdict(model)}",
             f"open the MLflow UI: {summary['ui']}",

@@ -91,31 +91,6 @@ def greedy_decode(model: Seq2Seq, src: Tensor, src_mask: Tensor, max_length: int
     return Decoded(torch.stack(out, dim=1), cat_steps(weights, dim=1), cat_steps(heads, dim=2))
 
 
-class OwnOutputs(NamedTuple):
-    """A batch's greedy outputs, to teacher-force the model on its own prefix (step t reads the
-    token greedy decoding fed it). src long [B, Ls]; src_mask bool [B, Ls]; tokens long [B, T]
-    (the outputs, EOS included when emitted, PAD after); tgt_in long [B, T] (SOS, then
-    tokens[:, :-1]); lengths long [B] (each row's output tokens, EOS included)."""
-
-    src: Tensor
-    src_mask: Tensor
-    tokens: Tensor
-    tgt_in: Tensor
-    lengths: Tensor
-
-
-def own_outputs(model: Seq2Seq, src: Tensor, src_mask: Tensor, max_length: int | None = None) -> OwnOutputs:
-    """Greedy decoding of src long [B, Ls] / src_mask bool [B, Ls] (at most ``max_length`` steps,
-    default :func:`default_max_length`), as :class:`OwnOutputs`: plain tensors (not inference
-    ones), so gradients can flow through a pass that reads them."""
-    tokens = greedy_decode(model, src, src_mask, max_length or default_max_length(src.shape[1])).tokens.clone()
-    tgt_in = torch.cat([torch.full_like(tokens[:, :1], SOS), tokens[:, :-1]], dim=1)
-    ended = tokens == EOS
-    first_eos = ended.int().argmax(dim=1)
-    lengths = torch.where(ended.any(dim=1), first_eos + 1, torch.full_like(first_eos, tokens.shape[1]))
-    return OwnOutputs(src, src_mask, tokens, tgt_in, lengths)
-
-
 class Beams(NamedTuple):
     """The k hypotheses a beam search ends with, best first. tokens: long [B, k, T] (PAD after
     EOS); scores: [B, k], each hypothesis's summed log-probability (of its tokens up to EOS)."""

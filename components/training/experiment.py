@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from attnlab.data.splits import EncodedExamples, Splits, encode_examples, make_splits, split_sizes
-from attnlab.evaluation.explanations import Explanation, explain_model, explain_options
 from attnlab.evaluation.metrics import Evaluation, evaluate
 from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import Seq2Seq, build_model, build_task
@@ -30,8 +29,7 @@ from attnlab.training.progress import PROGRESS_LOGGER, PeriodicLines, StepCallba
 
 @dataclass
 class ExperimentResult:
-    """Everything one run produced; ``explanation``: the explanation measures
-    (:mod:`attnlab.evaluation.explanations`), None when the config's ``explain`` is off."""
+    """Everything one run produced."""
 
     config: ExperimentConfig
     task: Task
@@ -39,7 +37,6 @@ class ExperimentResult:
     model: Seq2Seq
     training: TrainResult
     evaluation: Evaluation
-    explanation: Explanation | None = None
 
 
 def prepare_data(config: ExperimentConfig, benchmark: AbstractSet[str] = frozenset()) -> tuple[Task, Splits]:
@@ -82,7 +79,7 @@ def run_experiment(
     checkpoint: Path | None = None,
     on_step: StepCallback | None = None,
 ) -> ExperimentResult:
-    """Prepare data, train, evaluate on the held-out test split and explain (with ``explain``), saying how training goes
+    """Prepare data, train, and evaluate on the held-out test split, saying how training goes
     on the ``attnlab.progress`` logger (see the module docstring) besides calling ``on_epoch``
     and ``on_step``."""
     task, splits = prepare_data(config)
@@ -104,8 +101,7 @@ def run_experiment(
     with _shown(logger):
         model, training = train_model(config, task, splits, epoch_done, checkpoint, step_done)
     evaluation = evaluate(model, splits.test, beam_size=config.beam_size)
-    explanation = explain_model(model, splits.test, explain_options(config)) if config.explain else None
-    return ExperimentResult(config, task, splits, model, training, evaluation, explanation)
+    return ExperimentResult(config, task, splits, model, training, evaluation)
 
 
 @contextmanager

@@ -62,11 +62,11 @@ def write_explorer(document: Mapping[str, Any], path: str | Path) -> Path:
 
 def document_characters(compact: Mapping[str, Any]) -> str:
     """Every character the page shows from a checked document (:func:`compact_document`), sorted
-    once each: title, subtitle, note, model, view, method and metric names, snapshot labels, and every
+    once each: title, subtitle, note, model, view and metric names, snapshot labels, and every
     token and target of every example and snapshot."""
     texts = [compact["title"], compact.get("subtitle") or "", compact.get("note") or ""]
     for model in compact["models"]:
-        texts += [model["name"], *model["views"], *model["methods"], *model.get("metrics", {})]
+        texts += [model["name"], *model["views"], *model.get("metrics", {})]
         snapshots = model["snapshots"] or {"examples": []}
         texts += snapshots.get("labels") or []
         for example in model["examples"] + snapshots["examples"]:
@@ -110,7 +110,6 @@ _PAGE = """<!DOCTYPE html>
   <div class="controls">
     <label id="model-control" hidden>model <select id="model-select" data-testid="model-select"></select></label>
     <span id="model-metrics" class="metrics" data-testid="model-metrics"></span>
-    <label id="method-control" hidden>explanation <select id="method-select" data-testid="method-select"></select></label>
     <label id="view-control" hidden>view <select id="view-select" data-testid="view-select"></select></label>
   </div>
 </header>
@@ -129,8 +128,7 @@ _PAGE = """<!DOCTYPE html>
     <h2 id="detail-heading">Attention</h2>
     <dl id="detail-info" class="info"></dl>
     <p class="hint">Hover or focus a character: an output character shades the source by its weights
-      (darkest = most attended, marked with a dot), a source character shades the outputs that read it.
-      An explanation other than attention shades by its scores, each output character's summing to 1.</p>
+      (darkest = most attended, marked with a dot), a source character shades the outputs that read it.</p>
     <div class="tokens">
       <span class="row-label" id="source-label">source</span>
       <div id="source-row" class="token-row" role="group" aria-labelledby="source-label"></div>
@@ -140,7 +138,7 @@ _PAGE = """<!DOCTYPE html>
     <p id="hover-info" class="hover-info" aria-live="polite"></p>
     <div id="grid-wrap" class="grid-wrap"></div>
     <div class="legend" aria-label="legend">
-      <span><span class="swatch ramp"></span> weight (or score) 0 to 1</span>
+      <span><span class="swatch ramp"></span> weight 0 to 1</span>
       <span><span class="swatch gold-swatch"></span> gold link (a dashed outline on a character)</span>
       <span><span class="swatch argmax-swatch"></span> most attended (argmax of the row)</span>
       <span><span class="mark wrong-mark">&#x2717;</span> wrong output</span>

@@ -7,11 +7,7 @@ trained models.
   capped, and a note saying what was sampled;
 - :class:`SnapshotRecorder` (:mod:`attnlab.viz.explorer_snapshots`) — the attention of fixed probe
   examples as training goes, and the alignment curve;
-- :func:`run_document`, :func:`inputs_document` — the page of one run (the examples its
-  explanation measures sampled explained by every gradient attribution method besides attention),
-  and of a model's outputs on given sources (``attnlab predict --html``; its first
-  :data:`EXPLAINED_EXAMPLES` explained, when asked);
-- :func:`sweep_document` (:mod:`attnlab.viz.explorer_sweeps`) — the page of a sweep comparing
+- :func:`run_document`, :func:`sweep_document` — the page of one run, and of a sweep comparing
   every combination on the same sources, opening on the best model with attention
   (:func:`opening_model`).
 
@@ -25,34 +21,19 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from attnlab.data.splits import encode_examples
-from attnlab.evaluation.attribution import AttributionOptions
 from attnlab.evaluation.metrics import decode_texts
 from attnlab.lab.config import ExperimentConfig
 from attnlab.lab.metric_catalogue import EXPLORER, shown_in
 from attnlab.model.assembly import Seq2Seq
 from attnlab.plugins import Example
-from attnlab.viz import explorer_views
-from attnlab.viz.explorer_document import SCHEMA_VERSION
 from attnlab.viz.explorer_snapshots import FIRST_EPOCH_SNAPSHOTS, SnapshotRecorder, first_epoch_steps, snapshot_label
-from attnlab.viz.explorer_sweeps import SWEEP_EXAMPLES, opening_model, sweep_document, sweep_examples, sweep_note, with_answers
-from attnlab.viz.explorer_views import (
-    AVERAGE,
-    DECIMALS,
-    WEIGHT_BUDGET,
-    GivenScores,
-    methods_of,
-    model_views,
-    views_of,
-    weight_count,
-    within_budget,
-)
+from attnlab.viz.explorer_views import AVERAGE, DECIMALS, gold_positions, model_views, views_of, weight_count
 
 __all__ = [
     "AVERAGE",
     "BUDGET_BATCH",
     "CURVE_EXAMPLES",
     "DECIMALS",
-    "EXPLAINED_EXAMPLES",
     "FIRST_EPOCH_SNAPSHOTS",
     "PROBE_EXAMPLES",
     "RUN_EXAMPLES",
@@ -63,7 +44,6 @@ __all__ = [
     "describe",
     "first_epoch_steps",
     "inputs_document",
-    "methods_of",
     "model_entry",
     "model_views",
     "opening_model",
@@ -87,25 +67,40 @@ RUN_EXAMPLES = 200
 PROBE_EXAMPLES = 3
 #: Validation examples whose exact match and alignment are measured with every snapshot.
 CURVE_EXAMPLES = 100
-#: Inputs of a ``predict --html`` page, and of a sweep's shared sources, explained by the gradient
-#: attribution methods (the first ones): integrated gradients costs ~10x a training pass over
-#: them. A run's page shows the scores its explanation measures computed, on their sample.
-EXPLAINED_EXAMPLES = 20
+#: Sources every combination of a sweep is shown on.
+SWEEP_EXAMPLES = 20
+#: Weights a page holds at most (over its examples, views and models; snapshots apart): about
+#: 6 bytes each in the page, so the examples of a model with many heads or layers are cut
+#: before the page passes 1 MB. The default run's 200 examples hold ~26,000.
+WEIGHT_BUDGET = 120_000
 #: Examples viewed first while filling a page; their size says how many more fit the budget.
 BUDGET_BATCH = 50
+SCHEMA_VERSION = 1
+
+
+def _budget() -> int:
+    return WEIGHT_BUDGET  # looked up when called: tests lower it
+
+
+def within_budget(counts: Sequence[int], budget: int | None = None) -> int:
+    """How many of the leading items, holding ``counts`` weights each, fit in ``budget``
+    (default :data:`WEIGHT_BUDGET`; at least one item)."""
+    budget = _budget() if budget is None else budget
+    total = 0
+    for kept, count in enumerate(counts):
+        total += count
+        if total > budget:
+            return max(kept, 1)
+    return len(counts)
 
 
 def run_examples(
-    model: Seq2Seq, examples: Sequence[Example], limit: int = RUN_EXAMPLES, correct: Sequence[bool] | None = None,
-    explained: GivenScores | None = None,
-) -> tuple[list[dict[str, Any]], str]:  # fmt: skip
+    model: Seq2Seq, examples: Sequence[Example], limit: int = RUN_EXAMPLES, correct: Sequence[bool] | None = None
+) -> tuple[list[dict[str, Any]], str]:
     """The test examples a run's page shows and the note saying which: every example the model
     gets wrong (greedy decoding) first, then right ones, in test order, ``limit`` in all and no
     more than :data:`WEIGHT_BUDGET` weights. ``correct``: whether greedy decoding answers each
-    example right, when known (an evaluation that decoded greedily); else decoded here.
-    ``explained``: the gradient methods' scores of the examples the explanation measures sampled
-    (:attr:`attnlab.evaluation.explanations.Explanation.scores`): those examples come first among
-    the wrong ones and among the right ones, and show them."""
+    example right, when known (an evaluation that decoded greedily); else decoded here."""
     if correct is None:
         device = next(model.parameters()).device
         data = encode_examples(list(examples), model.src_vocab, model.tgt_vocab).to(device)
@@ -113,16 +108,14 @@ def run_examples(
         correct = [text == ex.target for ex, text in zip(examples, outputs)]
     if len(correct) != len(examples):
         raise ValueError(f"{len(correct)} verdicts for {len(examples)} examples")
-    given = explained or {}
     wrong = [ex for ex, right in zip(examples, correct) if not right]
-    right = [ex for ex, right in zip(examples, correct) if right]
-    chosen = (sorted(wrong, key=lambda ex: ex.source not in given) + sorted(right, key=lambda ex: ex.source not in given))[:limit]
+    chosen = (wrong + [ex for ex, right in zip(examples, correct) if right])[:limit]
     # A first small batch, then as many as its examples' size says fit, until the budget is spent.
-    shown = model_views(model, chosen[:BUDGET_BATCH], given=given)
+    shown = model_views(model, chosen[:BUDGET_BATCH])
     counts = [weight_count(example) for example in shown]
     while within_budget(counts) == len(counts) < len(chosen):
-        room = (explorer_views.WEIGHT_BUDGET - sum(counts)) * len(counts) // max(1, sum(counts))
-        more = model_views(model, chosen[len(shown) : len(shown) + max(room + 1, BUDGET_BATCH // 5)], given=given)
+        room = (_budget() - sum(counts)) * len(counts) // max(1, sum(counts))
+        more = model_views(model, chosen[len(shown) : len(shown) + max(room + 1, BUDGET_BATCH // 5)])
         shown.extend(more)
         counts.extend(weight_count(example) for example in more)
     shown = shown[: within_budget(counts)]
@@ -169,7 +162,6 @@ def model_entry(
         "name": name,
         "metrics": shown_metrics(metrics or {}),
         "views": views_of(examples),
-        "methods": methods_of(examples),
         "examples": examples,
         "snapshots": snapshots,
     }
@@ -184,15 +176,11 @@ def run_document(
     snapshots: dict[str, Any] | None = None,
     limit: int = RUN_EXAMPLES,
     correct: Sequence[bool] | None = None,
-    explained: GivenScores | None = None,
 ) -> dict[str, Any]:
-    """The page of run ``name``: its test examples (:func:`run_examples`, ``correct`` and
-    ``explained`` as there) and ``snapshots`` (:meth:`SnapshotRecorder.snapshots`); ``metrics``
-    of the evaluation (see :func:`shown_metrics`)."""
-    examples, note = run_examples(model, test_examples, limit, correct, explained)
-    count = sum(bool(example["attributions"]) for example in examples)
-    if count:
-        note += f"; the {count:,} examples the explanation measures sampled come first (among the wrong ones and among the right ones), explained"
+    """The page of run ``name``: its test examples (:func:`run_examples`, ``correct`` as there)
+    and ``snapshots`` (:meth:`SnapshotRecorder.snapshots`); ``metrics`` of the evaluation (see
+    :func:`shown_metrics`)."""
+    examples, note = run_examples(model, test_examples, limit, correct)
     return {
         "version": SCHEMA_VERSION,
         "title": f"attnlab run {name}",
@@ -202,13 +190,10 @@ def run_document(
     }
 
 
-def inputs_document(
-    model: Seq2Seq, sources: Sequence[str], name: str, subtitle: str | None = None, explain: AttributionOptions | None = None
-) -> dict[str, Any]:
+def inputs_document(model: Seq2Seq, sources: Sequence[str], name: str, subtitle: str | None = None) -> dict[str, Any]:
     """The page of model ``name``'s outputs on ``sources`` (``attnlab predict --html``): no
-    target, no gold, no snapshots; ``explain``: the first :data:`EXPLAINED_EXAMPLES` get
-    attributions with these options."""
-    examples = model_views(model, list(sources), explain=explain, explained=EXPLAINED_EXAMPLES)
+    target, no gold, no snapshots."""
+    examples = model_views(model, list(sources))
     count = len(examples)
     note = f"{count} input{'s' * (count != 1)} given to predict; no known answers"
     return {
@@ -218,3 +203,80 @@ def inputs_document(
         "note": note,
         "models": [model_entry(name, examples)],
     }
+
+
+def with_answers(view: Mapping[str, Any], example: Example, references: Sequence[str] = ()) -> dict[str, Any]:
+    """A :func:`model_views` example of a bare source given ``example``'s target and gold: right
+    when the output equals the target or any of ``references`` (every target of that source),
+    and then shown with the reference it matched."""
+    output = view["output"]
+    steps = len(view["output_tokens"])
+    correct = output == example.target or output in references
+    return {**view, "target": output if correct else example.target, "correct": correct, "gold": gold_positions(example, steps)}
+
+
+def sweep_document(
+    title: str, models: Sequence[Mapping[str, Any]], examples: Sequence[Example], note: str | None = None,
+    references: Mapping[str, Sequence[str]] | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """The page of a sweep: ``models`` are :func:`model_entry` dicts whose examples are
+    :func:`model_views` of the sources of ``examples``, in that order (every combination on the
+    same inputs). Targets and gold come from ``examples`` (``references``: source -> all its
+    targets, for sources with several); the examples most models got wrong come first, the
+    same order for every model, as many as :data:`WEIGHT_BUDGET` allows. Raises ValueError when a
+    model's sources differ.
+    """
+    sources = [example.source for example in examples]
+    answered = []
+    for model in models:
+        got = [view["source"] for view in model["examples"]]
+        if got != sources:
+            raise ValueError(f"model {model['name']!r} was shown other sources than the sweep's {len(sources)} examples")
+        refs = references or {}
+        answered.append([with_answers(view, ex, refs.get(ex.source, ())) for view, ex in zip(model["examples"], examples)])
+    misses = [sum(not views[i]["correct"] for views in answered) for i in range(len(sources))]
+    order = sorted(range(len(sources)), key=lambda i: -misses[i])  # stable: test order among equals
+    order = order[: within_budget([sum(weight_count(views[i]) for views in answered) for i in order])]
+    if len(order) < len(sources):
+        note = f"{note + '; ' if note else ''}the first {len(order)} of them shown, to keep the page small"
+    entries = [{**model, "examples": [views[i] for i in order]} for model, views in zip(models, answered)]
+    return {"version": SCHEMA_VERSION, "title": title, "note": note, "models": entries, "opens_on": opening_model(entries)}
+
+
+def _finite_or_lowest(value: float) -> float:
+    """``value``, or -inf when it is NaN or infinite (a measure that ranks last)."""
+    return value if math.isfinite(value) else -math.inf
+
+
+def opening_model(models: Sequence[Mapping[str, Any]]) -> int:
+    """The index of the model a comparison page opens on: the best one with attention weights
+    to show (views), by test exact match, then alignment accuracy (a missing or NaN one counts
+    as lowest), then the first in ``models``' order; 0 when no model has attention weights."""
+
+    def rank(index: int) -> tuple[float, float, int]:
+        metrics = models[index].get("metrics") or {}
+        exact, alignment = (float(metrics.get(key, math.nan)) for key in ("exact_match", "alignment_accuracy"))
+        return (_finite_or_lowest(exact), _finite_or_lowest(alignment), -index)
+
+    attending = [index for index, model in enumerate(models) if model.get("views")]
+    return max(attending, key=rank, default=0)
+
+
+def sweep_examples(test: Sequence[Example], probe: Sequence[str] | None = None, count: int = SWEEP_EXAMPLES) -> list[Example]:
+    """The examples a sweep shows every combination on: the test example of ``probe`` (the
+    ``[source, target]`` of :func:`attnlab.data.examples.pick_probe`, drawn under every combination
+    as well) first, then the first ``count`` test examples; no source twice."""
+    chosen = [ex for ex in test if probe is not None and [ex.source, ex.target] == list(probe)][:1]
+    for example in test[:count]:
+        if all(example.source != other.source for other in chosen):
+            chosen.append(example)
+    return chosen
+
+
+def sweep_note(count: int, data_seed: int, seeds: int) -> str:
+    """What a sweep's page shows: ``count`` test examples of the data of seed ``data_seed``,
+    under ``seeds`` seeds."""
+    note = f"every combination on the same {count} test examples (of the seed-{data_seed} data), the ones most runs got wrong first"
+    if seeds > 1:
+        note += "; runs of other seeds drew other splits and may have trained on some of them"
+    return note

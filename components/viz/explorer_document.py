@@ -8,13 +8,11 @@ Document (``Lt`` output tokens, ``Ls`` source tokens of one example)::
      "models": [                                   # one per trained model, at least one
        {"name": str, "metrics": {str: number} (optional),
         "views": ["average", "head 1", ...],       # "average" first; [] when the model has no attention
-        "methods": ["saliency", ...] (optional),   # attribution methods some examples have
         "examples": [                              # in display order (wrong ones first)
           {"source_tokens": [str] * Ls, "output_tokens": [str] * Lt,
            "target": str | None, "correct": bool | None,
            "gold": [[int source position, ...] per output step (at most Lt lists)] | None,
-           "weights": {view: [Lt rows of Ls weights in [0, 1]] for every view},
-           "attributions": {method: [Lt rows of Ls scores in [0, 1]]} (optional; methods of the model's)}],
+           "weights": {view: [Lt rows of Ls weights in [0, 1]] for every view}}],
         "snapshots": None | {"epochs": [int] * E,     # the epoch of each snapshot (0: untrained)
                              "steps": [int] * E (optional),   # the optimisation step of each
                              "labels": [str] * E (optional),  # the slider's name of each
@@ -66,26 +64,19 @@ def _model(model: Any, where: str) -> dict[str, Any]:
         _require(isinstance(metrics, Mapping), f"{where}.metrics", "must be a mapping of name to number")
         out["metrics"] = {str(k): _metric(v, f"{where}.metrics[{k!r}]") for k, v in metrics.items()}
     views = _list(model.get("views"), f"{where}.views")
-    _names(views, f"{where}.views")
+    for v, view in enumerate(views):
+        _require(isinstance(view, str) and view != "", f"{where}.views[{v}]", "must be a non-empty string")
+    _require(len(set(views)) == len(views), f"{where}.views", f"has a repeated name: {views}")
     _require(not views or views[0] == "average", f"{where}.views", f"must start with 'average', got {views}")
     out["views"] = list(views)
-    out["methods"] = _names(model.get("methods") or [], f"{where}.methods")
     examples = _list(model.get("examples"), f"{where}.examples")
-    out["examples"] = [_example(ex, out["views"], out["methods"], f"{where}.examples[{e}]") for e, ex in enumerate(examples)]
+    out["examples"] = [_example(ex, out["views"], f"{where}.examples[{e}]") for e, ex in enumerate(examples)]
     snapshots = model.get("snapshots")
     out["snapshots"] = None if snapshots is None else _snapshots(snapshots, f"{where}.snapshots")
     return _with_extras(out, model)
 
 
-def _names(value: Any, where: str) -> list[str]:
-    names = _list(value, where)
-    for i, name in enumerate(names):
-        _require(isinstance(name, str) and name != "", f"{where}[{i}]", "must be a non-empty string")
-    _require(len(set(names)) == len(names), where, f"has a repeated name: {names}")
-    return list(names)
-
-
-def _example(example: Any, views: list[str], methods: list[str], where: str) -> dict[str, Any]:
+def _example(example: Any, views: list[str], where: str) -> dict[str, Any]:
     _require(isinstance(example, Mapping), where, "must be a mapping")
     source = _tokens(example.get("source_tokens"), f"{where}.source_tokens")
     output = _tokens(example.get("output_tokens"), f"{where}.output_tokens")
@@ -104,12 +95,6 @@ def _example(example: Any, views: list[str], methods: list[str], where: str) -> 
         "correct": correct,
         "gold": _gold(example.get("gold"), len(output), len(source), f"{where}.gold"),
         "weights": {view: _matrix(weights[view], len(output), len(source), f"{where}.weights[{view!r}]") for view in views},
-    }
-    attributions = example.get("attributions") or {}
-    _require(isinstance(attributions, Mapping) and set(attributions) <= set(methods), f"{where}.attributions",
-             f"must map some of the model's methods {methods} to matrices, got {sorted(attributions)}")  # fmt: skip
-    out["attributions"] = {
-        method: _matrix(matrix, len(output), len(source), f"{where}.attributions[{method!r}]") for method, matrix in attributions.items()
     }
     return _with_extras(out, example)
 

@@ -26,15 +26,13 @@ def check_outputs(plot: Path | None, html: Path | None, count: int) -> None:
 
 
 def write_page(html: Path, seq2seq: Seq2Seq, texts: list[str], uri: str, config: ExperimentConfig) -> str:
-    """The explorer page (:mod:`attnlab.viz.explorer`) of the model's attention on ``texts``, and
-    of its gradient attributions unless its config's ``explain`` is off, written to ``html``; its
-    path. Targets and gold alignments are unknown (null)."""
-    from attnlab.evaluation.explanations import attribution_options
+    """The explorer page (:mod:`attnlab.viz.explorer`) of the model's attention on ``texts`` written
+    to ``html``; its path. Targets and gold alignments are unknown (null)."""
     from attnlab.viz.explorer import write_explorer
     from attnlab.viz.explorer_data import describe, inputs_document
 
     try:
-        return str(write_explorer(inputs_document(seq2seq, texts, uri, describe(config), attribution_options(config)), html))
+        return str(write_explorer(inputs_document(seq2seq, texts, uri, describe(config)), html))
     except OSError as exc:
         raise UserError(f"--html {str(html)!r} cannot be written: {exc.strerror or exc}") from None
 

@@ -1,7 +1,6 @@
-"""The steps of one train run inside its MLflow run: data, training, evaluation, the explanation
-measures (unless the config's ``explain`` is off), figures, the explorer page, logging, the model
-(logged, or registered and promoted by the one rule); and the run's summary. Each step is a
-Prefect task of :mod:`attnlab.flows.run.steps`, :mod:`attnlab.flows.run.explain_steps` or
+"""The steps of one train run inside its MLflow run: data, training, evaluation, figures, the
+explorer page, logging, the model (logged, or registered and promoted by the one rule); and the
+run's summary. Each step is a Prefect task of :mod:`attnlab.flows.run.steps` or
 :mod:`attnlab.flows.run.model_steps`, timed by a :class:`~attnlab.training.timing.Stopwatch` section
 that first checks Prefect's server and the store's artifacts folder are still there.
 """
@@ -17,8 +16,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from attnlab.evaluation.example_records import model_examples, plotted_examples
-from attnlab.evaluation.explanations import with_explanation
-from attnlab.flows.run import explain_steps, model_steps
+from attnlab.flows.run import model_steps
 from attnlab.flows.run import steps as tasks
 from attnlab.flows.run.steps import Trained
 from attnlab.flows.services import prefect_watch
@@ -80,21 +78,13 @@ def run_steps(
         trained = tasks.train(config, data, run_id, workdir)
     with section("evaluate"):
         evaluation = tasks.evaluate_bundle(trained.bundle, data, config.beam_size, str(config.torch_device()))
-    explained = workdir / "explained.json" if config.explain else None
-    if explained is not None:
-        with section("explain"):
-            explanation = explain_steps.explain_bundle(trained.bundle, data, explained, str(config.torch_device()))
-        if explanation.note is not None:
-            tasks.progress.info("explanations: %s", explanation.note)
-        evaluation = with_explanation(evaluation, explanation)
     with section("plot"):
         plotted = plotted_examples(evaluation.predictions, plan.example_plots, plan.probe, plan.probe_gold)
         attention = tasks.plot_attention(trained.bundle, plotted.sources, plotted.targets, workdir / "attention", data, plotted.golds)
         plots = tasks.plot_alignment_offsets(evaluation.alignment_offsets, workdir / "plots")
     with section("explorer"):
-        verdicts = evaluation.greedy_correct
-        explored = explain_steps.explore_attention(
-            run_id, trained.bundle, data, evaluation.metrics, trained.snapshots, attention, plan.compare, verdicts, explained
+        explored = tasks.explore_attention(
+            run_id, trained.bundle, data, evaluation.metrics, trained.snapshots, attention, plan.compare, evaluation.greedy_correct
         )
     selection = selection_entry(config, trained)
     with section("log"):

@@ -25,7 +25,7 @@ from attnlab.data.data_key import data_file_name, data_key, task_plugin_version
 from attnlab.data.datasets import data_spec, entry_problem, load_splits, save_splits
 from attnlab.data.examples import gold_alignments
 from attnlab.evaluation.example_records import Gold, attention_record, heatmap_title, merged_golds
-from attnlab.evaluation.metrics import Evaluation, evaluate
+from attnlab.evaluation.metrics import Evaluation, evaluate, with_references
 from attnlab.flows.run import epoch_hooks
 from attnlab.flows.services import prefect_watch
 from attnlab.flows.tracking import runs as tracking
@@ -40,7 +40,8 @@ from attnlab.ops import retry
 from attnlab.training.experiment import prepare_data, train_model
 from attnlab.training.progress import PROGRESS_LOGGER, StepProgress, epoch_line
 from attnlab.viz.alignment_plots import offset_chart, training_chart
-from attnlab.viz.explorer_data import CURVE_EXAMPLES, PROBE_EXAMPLES, SnapshotRecorder
+from attnlab.viz.explorer import write_explorer
+from attnlab.viz.explorer_data import CURVE_EXAMPLES, PROBE_EXAMPLES, SnapshotRecorder, describe, model_views, run_document
 from attnlab.viz.heatmaps import attention_heatmap, head_heatmaps, save_figure
 from mlflow import MlflowClient
 
@@ -242,6 +243,34 @@ def plot_attention(
             save_figure(figure, out_dir / f"example_{index}_heads.png")
     (out_dir / "weights.json").write_text(json.dumps(records, ensure_ascii=False))
     return out_dir
+
+
+@dataclass(frozen=True)
+class Explored:
+    """The explorer page written, and the model's explorer examples of the sources it was asked
+    to show besides (a sweep's parent page compares its runs on them; None when not asked)."""
+
+    page: Path
+    compared: list[dict[str, Any]] | None
+
+
+@task(name="explore-attention", cache_policy=NO_CACHE)
+def explore_attention(
+    run_id: str, bundle: Path, data: Path, metrics: dict[str, float], snapshots: Path | None, out_dir: Path,
+    compare: list[str] | None = None, correct: list[bool] | None = None,
+) -> Explored:  # fmt: skip
+    """``out_dir/explorer.html``: the attention explorer (:mod:`attnlab.viz.explorer`) of the bundled
+    model on its test split, wrong examples first (:func:`attnlab.viz.explorer_data.run_document`;
+    ``correct``: greedy decoding's verdict on each test example, when the evaluation has it),
+    with the training's ``snapshots``; and, for ``compare``, the model's explorer examples of
+    those sources."""
+    config, _, model = load_bundle(bundle)
+    name = MlflowClient().get_run(run_id).info.run_name or run_id
+    recorded = json.loads(snapshots.read_text()) if snapshots is not None else None
+    tests = with_references(load_splits(data).test)[0]  # one per source, as the evaluation's verdicts
+    document = run_document(model, tests, name, describe(config), metrics, recorded, correct=correct)
+    page = write_explorer(document, out_dir / "explorer.html")
+    return Explored(page, model_views(model, compare) if compare else None)
 
 
 @task(name="plot-alignment-offsets", cache_policy=NO_CACHE)

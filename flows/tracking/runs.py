@@ -226,9 +226,8 @@ def evaluation_metrics(evaluation: Evaluation) -> dict[str, float]:
 def log_evaluation(client: MlflowClient, run_id: str, evaluation: Evaluation, extra: dict[str, float]) -> None:
     """Test metrics, per-length accuracy (as metrics with step = shortest length of the bucket,
     so MLflow draws accuracy over length) and the tables per_length, predictions (a sample),
-    test_outcomes (every test source's outcome, for paired tests), (for a model that attends,
-    on a task with alignments) alignment_offsets and (when measured) explanations, one row per
-    explanation method."""
+    test_outcomes (every test source's outcome, for paired tests) and (for a model that attends,
+    on a task with alignments) alignment_offsets."""
     now = int(time.time() * 1000)
     metrics = [Metric(k, v, now, 0) for k, v in {**evaluation_metrics(evaluation), **extra}.items()]
     for row in evaluation.per_length.itertuples(index=False):
@@ -240,8 +239,6 @@ def log_evaluation(client: MlflowClient, run_id: str, evaluation: Evaluation, ex
     client.log_table(run_id, evaluation.predictions[list(OUTCOME_COLUMNS)], OUTCOMES_ARTIFACT)  # every source: paired tests
     if evaluation.alignment_offsets is not None:
         client.log_table(run_id, evaluation.alignment_offsets, "tables/alignment_offsets.json")
-    if evaluation.explanations is not None:
-        client.log_table(run_id, evaluation.explanations, "tables/explanations.json")
 
 
 def log_folder(client: MlflowClient, run_id: str, folder: Path, artifact_path: str) -> None:

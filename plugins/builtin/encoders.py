@@ -58,8 +58,7 @@ class _RecurrentEncoder(Encoder):
     def forward(self, src: Tensor, src_mask: Tensor) -> EncoderOutput:
         no_padding = bool(src_mask.all())
         dropping = self.training and self.dropout.p > 0
-        watched = bool(self.embedding._forward_hooks)  # an attribution reads the embeddings: the plain path calls them
-        if no_padding and not dropping and not watched and self.rnn_class is nn.GRU and not self.bidirectional and self.rnn.num_layers == 1:
+        if no_padding and not dropping and self.rnn_class is nn.GRU and not self.bidirectional and self.rnn.num_layers == 1:
             return self._scan(src)
         embedded = self.dropout(self.embedding(src))
         if no_padding:  # packing would give the same, only slower

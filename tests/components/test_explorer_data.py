@@ -237,7 +237,7 @@ def test_a_sweep_page_shows_every_model_on_the_same_inputs_most_missed_first():
 
 
 def test_given_verdicts_spare_the_decoding_and_a_budget_cuts_the_examples(monkeypatch):
-    from attnlab.viz import explorer_data, explorer_views
+    from attnlab.viz import explorer_data
 
     _, task, model = tiny()
     tests = crafted(task, model, 8, right={0, 2, 5, 6})
@@ -249,7 +249,7 @@ def test_given_verdicts_spare_the_decoding_and_a_budget_cuts_the_examples(monkey
         run_examples(model, tests, correct=verdicts[:7])
     each = explorer_data.weight_count(shown[0])
     assert each == len(shown[0]["output_tokens"]) * len(shown[0]["source_tokens"])
-    monkeypatch.setattr(explorer_views, "WEIGHT_BUDGET", 3 * each)
+    monkeypatch.setattr(explorer_data, "WEIGHT_BUDGET", 3 * each)
     monkeypatch.setattr(explorer_data, "BUDGET_BATCH", 2)
     shown, note = run_examples(model, tests, limit=6, correct=verdicts)
     assert len(shown) == 3 and all(s["correct"] is False for s in shown)
@@ -427,50 +427,3 @@ def test_a_sweep_page_says_which_model_it_opens_on():
     assert '"opens_on":1' in explorer.explorer_html(document)
     with pytest.raises(ValueError, match="opens_on"):
         explorer.explorer_html({**document, "opens_on": 2})
-
-
-def test_the_first_examples_asked_are_explained_by_every_gradient_method(monkeypatch):
-    from attnlab.evaluation.attribution import GRADIENT_METHODS, AttributionOptions
-    from attnlab.viz import explorer_data
-    from attnlab.viz.explorer_views import methods_of, weight_count
-
-    _, task, model = tiny(task="reverse")
-    views = model_views(model, DIGITS, max_length=6, explain=AttributionOptions(steps=4), explained=2)
-    for view in views[:2]:
-        assert list(view["attributions"]) == list(GRADIENT_METHODS)
-        for matrix in view["attributions"].values():
-            check_matrix(matrix, len(view["output_tokens"]), len(view["source_tokens"]))
-        assert weight_count(view) == 4 * len(view["output_tokens"]) * len(view["source_tokens"])  # attention and 3 methods
-    assert views[2]["attributions"] == {}
-    assert methods_of(views) == list(GRADIENT_METHODS) and methods_of(views[2:]) == []
-    assert all(view["attributions"] == {} for view in model_views(model, DIGITS, max_length=6))  # not asked
-    monkeypatch.setattr(explorer_data, "EXPLAINED_EXAMPLES", 1)
-    page = inputs_document(model, DIGITS[:2], "tiny", explain=AttributionOptions(steps=4))
-    assert [bool(example["attributions"]) for example in page["models"][0]["examples"]] == [True, False]
-
-
-def test_a_runs_page_shows_the_scores_its_explanation_measures_computed_on_their_sample_first():
-    from attnlab.evaluation.attribution import GRADIENT_METHODS
-    from attnlab.evaluation.explanations import ExplainOptions, explain_model
-    from attnlab.viz.explorer_views import given_views
-
-    _, task, model = tiny()
-    tests = crafted(task, model, 8, right={0, 2, 5, 6})
-    explanation = explain_model(model, tests, ExplainOptions(examples=3, seed=1))
-    sampled = set(explanation.scores)
-    assert len(sampled) == 3
-    document = run_document(model, tests, "tiny", explained=explanation.scores)
-    (entry,) = document["models"]
-    assert entry["methods"] == list(GRADIENT_METHODS)
-    shown = [(example["correct"], example["source"] in sampled, bool(example["attributions"])) for example in entry["examples"]]
-    assert [explained for _, _, explained in shown] == [in_sample for _, in_sample, _ in shown]  # exactly the sample
-    assert shown == sorted(shown, key=lambda row: (row[0], not row[1]))  # sampled first among the wrong, and the right
-    assert document["note"].endswith(
-        "; the 3 examples the explanation measures sampled come first (among the wrong ones and among the right ones), explained"
-    )
-    example = next(example for example in entry["examples"] if example["attributions"])
-    rows, cols = len(example["output_tokens"]), len(example["source_tokens"])
-    assert example["attributions"] == given_views(explanation.scores[example["source"]], rows, cols)
-    for matrix in example["attributions"].values():
-        check_matrix(matrix, rows, cols)
-    assert given_views(explanation.scores[example["source"]], rows + 1, cols) == {}  # another output: not shown

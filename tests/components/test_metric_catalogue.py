@@ -10,9 +10,7 @@ import pytest
 import torch
 
 from attnlab.evaluation import arm_significance
-from attnlab.evaluation.attribution import AttributionOptions
 from attnlab.evaluation.compare import comparison_table, format_table, run_rows
-from attnlab.evaluation.explanations import ExplainOptions, explain_model
 from attnlab.evaluation.metrics import evaluate
 from attnlab.evaluation.run_compare import comparison, format_comparison
 from attnlab.evaluation.significance import Outcomes, paired_bootstrap
@@ -83,32 +81,14 @@ def test_a_metric_in_a_group_of_its_own_gets_its_summary_line_and_sweep_block(mo
     assert "attribution (gradients):\ncombination      agreement" in format_table(comparison_table(rows, ["dot"]))
 
 
-def test_the_explanation_measures_show_in_compare_and_a_sweep_block_of_their_own():
-    measured = {"test_explain_saliency_comprehensiveness": 0.125, "test_explain_attention_alignment_within_one": 0.5,
-                "test_explain_random_comprehensiveness": 0.0625, "test_explain_saliency_alignment_offset_mode": 1.0}  # fmt: skip
-    record = {"run_id": "a" * 32, "run_name": "r", "status": "FINISHED", "start_time": 0, "tags": {}, "params": {}, "metrics": measured}
-    compared = format_comparison(comparison([record, {**record, "run_id": "b" * 32}])).splitlines()
-    assert [line.split()[0] for line in compared if "explain" in line] == [
-        "test_explain_attention_alignment_within_one", "test_explain_random_comprehensiveness", "test_explain_saliency_comprehensiveness",
-    ]  # fmt: skip
-    summary = {**train_summary(), "metrics": {**METRICS, **measured}}
-    rows = run_rows([{"label": "dot", "seed": seed, "status": "FINISHED", "summary": summary} for seed in (0, 1)])
-    block = format_table(comparison_table(rows, ["dot"])).split("explanations: ")[1].splitlines()
-    assert block[1].split() == ["combination", "att_w1", "att_comp", "sal_w1", "sal_comp", "ixg_w1", "ixg_comp", "ig_w1", "ig_comp"]
-    assert block[2].split()[1:4] == ["0.500", "+-", "0.000"] and "0.125 +- 0.000" in block[2]
-
-
 def test_every_metric_the_evaluation_computes_is_declared_and_nothing_else():
-    """A tiny untrained model evaluated by beam search (greedy metrics too) and explained on a task
-    with alignments: each metric it logs as ``test_<name>`` has its catalogue entry, and each test
-    metric of the catalogue is one the evaluation or the explanation computes (a misspelt entry
-    would show nothing)."""
+    """A tiny untrained model evaluated by beam search (greedy metrics too) on a task with
+    alignments: each metric it logs as ``test_<name>`` has its catalogue entry, and each test
+    metric of the catalogue is one the evaluation computes (a misspelt entry would show nothing)."""
     config = ExperimentConfig(hidden_size=8, embedding_dim=8)
     task = build_task(config)
     torch.manual_seed(0)
-    model, examples = build_model(config, task), task.generate(8, 0)
-    explained = explain_model(model, examples, ExplainOptions(examples=2, attribution=AttributionOptions(steps=2))).metrics
-    computed = {f"test_{name}" for name in (*evaluate(model, examples, beam_size=2).metrics, *explained)}
+    computed = {f"test_{name}" for name in evaluate(build_model(config, task), task.generate(8, 0), beam_size=2).metrics}
     declared = [m.key for m in CATALOGUE if m.test]
     assert len(set(declared)) == len(declared), "a metric is declared twice"
     assert computed == set(declared)

@@ -34,29 +34,6 @@ def test_the_summary_leaves_out_what_a_scorer_without_attention_lacks():
     ]
 
 
-def test_the_explanation_measures_are_a_block_per_method_with_their_sample_and_cost():
-    measured = {"test_explain_examples": 50.0}
-    for method, value in (("attention", 0.8), ("saliency", 0.5), ("random", 0.25)):
-        measured.update({f"test_explain_{method}_comprehensiveness": value, f"test_explain_{method}_sufficiency": value / 2})
-        if method != "attention":
-            measured[f"test_explain_{method}_kendall_tau"] = -value
-    measured["test_explain_saliency_alignment_within_one"] = 0.9
-    model = {**MODEL, "decision": None}
-    text = format_summary(
-        {**SUMMARY, "model": model, "metrics": {**SUMMARY["metrics"], **measured}, "timings": {"steps": {"explain": 9.14}}}
-    )
-    lines = text.splitlines()
-    start = lines.index("explanations (50 test examples, 9.1 s):")
-    assert lines[start + 1 : start + 5] == [
-        "             within one  compr.  suff.   tau",
-        "  attention  -           0.8000  0.4000  -",
-        "  saliency   0.9000      0.5000  0.2500  -0.5000",
-        "  random     -           0.2500  0.1250  -0.2500",
-    ]
-    assert lines[start + 5].startswith("model:")
-    assert not any(line.startswith("explanations") for line in format_summary({**SUMMARY, "model": model}).splitlines())
-
-
 def test_a_train_summary_says_what_became_of_the_model():
     decision = {"reason": "0.9000 does not beat 0.9500", "champion_unusable": None}
     benchmark = {"size": 500, "run_id": "bench"}

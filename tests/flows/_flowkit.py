@@ -18,10 +18,8 @@ from pathlib import Path
 
 import pytest
 
-#: Trains in well under a second; learns nothing. For plumbing tests: without the explanation
-#: measures (their untrained outputs run to the step limit, ~6 s of gradients a run); the tests
-#: of the explanations turn them on.
-TINY = dict(train_size=200, validation_size=50, test_size=50, embedding_dim=16, hidden_size=16, epochs=2, explain=False)
+#: Trains in well under a second; learns nothing. For plumbing tests.
+TINY = dict(train_size=200, validation_size=50, test_size=50, embedding_dim=16, hidden_size=16, epochs=2)
 #: Learns the date task to ~100% test exact match in ~1-2 s (3 epochs at most, CPU, seed 0).
 LEARNS = dict(train_size=1500, validation_size=100, test_size=100, hidden_size=64, epochs=3, target_exact_match=0.98)
 #: Inputs the LEARNS model gets right, with their answers.

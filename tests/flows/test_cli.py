@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -72,19 +71,16 @@ def test_train_json_summary_and_config_file_under_flags(capsys, empty_store, tmp
 
 @pytest.mark.slow
 def test_train_text_summary_ends_with_how_to_open_the_ui(capsys, empty_store):
-    args = [f"-o{key}={value}" for key, value in TINY.items()] + ["-oexplain=true", "-oexplain_examples=4", "-oexplain_steps=2"]
+    args = [f"-o{key}={value}" for key, value in TINY.items()]
     code, out, err = attnlab(capsys, "train", *args, "--scorer", "additive", "--experiment", "cli-text")
     assert code == 0, err
     lines = out.strip().splitlines()
     assert lines[0].startswith("run ") and "experiment cli-text" in lines[0]
     assert lines[1].startswith("test:  exact_match")
     assert lines[2].startswith("alignment: within one ") and lines[3].startswith("erasure (50 test examples): flip rate top ")
-    assert re.fullmatch(r"explanations \(4 test examples, \d+\.\d s\):", lines[4])
-    assert {"compr.", "suff.", "tau"} <= set(lines[5].split())  # an untrained model's outputs agree with no gold
-    assert [line.split()[0] for line in lines[6:11]] == ["attention", "saliency", "input_x_gradient", "integrated_gradients", "random"]
-    assert lines[11] == "model: attnlab-date version 1 (models:/attnlab-date/1)"
-    assert lines[12].startswith("promotion on the benchmark (500 examples, run ")
-    assert lines[12].endswith("new champion: first champion: no model held the alias (challenger 0.0000)")
+    assert lines[4] == "model: attnlab-date version 1 (models:/attnlab-date/1)"
+    assert lines[5].startswith("promotion on the benchmark (500 examples, run ")
+    assert lines[5].endswith("new champion: first champion: no model held the alias (challenger 0.0000)")
     assert lines[-1].startswith("open the MLflow UI: attnlab ui")
     run = client_for(empty_store).get_run(lines[0].split()[1])
     assert run.info.experiment_id == client_for(empty_store).get_experiment_by_name("cli-text").experiment_id

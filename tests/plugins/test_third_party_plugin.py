@@ -6,19 +6,25 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
 import psutil
 import pytest
-from plugin_sources import documented_cosine
 
 from attnlab.lab.config import ExperimentConfig
-from attnlab.plugins import describe_plugins, list_plugins, load_plugin
+from attnlab.plugins import attention, describe_plugins, list_plugins, load_plugin
 from attnlab.plugins.testing import check_scorer
 from attnlab.training.experiment import run_experiment
 
 pytestmark = pytest.mark.slow  # it trains, and starts attnlab train
+
+
+def documented_cosine() -> str:
+    """The worked scorer of the attention contract's docstring (the README shows the same one)."""
+    block = attention.__doc__.split("::\n\n", 1)[1].split("\n\nDeclared", 1)[0]
+    return textwrap.dedent(block)
 
 
 def test_cosine_scorer_from_another_distribution_trains(make_distribution):

@@ -8,7 +8,7 @@
   const HL = "37, 99, 235"; // the highlight colour; its alpha is the attention weight
 
   // epoch: an index into the snapshots' epochs, clamped to the last one (the trained model) at first.
-  const state = { model: 0, example: 0, view: "average", method: "attention", probe: 0, epoch: Number.MAX_SAFE_INTEGER, active: null };
+  const state = { model: 0, example: 0, view: "average", probe: 0, epoch: Number.MAX_SAFE_INTEGER, active: null };
 
   function el(tag, attrs, text) {
     const node = document.createElement(tag);
@@ -45,16 +45,7 @@
 
   const model = () => doc.models[state.model];
   const example = () => model().examples[state.example];
-  const attending = () => state.method === "attention";
-  // The matrix shown: the chosen view's attention weights, or the chosen method's scores (null
-  // for an example the page did not explain).
-  function weights() {
-    if (!attending()) return (example().attributions || {})[state.method] || null;
-    return model().views.length ? example().weights[state.view] : null;
-  }
-  const methodName = (m) => m.replace(/_/g, " ");
-  const noWeights = () => (attending() ? "this model has no attention weights"
-    : "this example is not explained by " + methodName(state.method) + " (the page explains its first examples only)");
+  const weights = () => (model().views.length ? example().weights[state.view] : null);
 
   // ---- header: title, model and view selectors -------------------------------------------
   function metricsText(m) {
@@ -77,13 +68,7 @@
     const select = $("view-select");
     select.replaceChildren(...views.map((v) => el("option", { value: v }, v)));
     select.value = state.view;
-    const methods = (views.length ? ["attention"] : []).concat(model().methods || []);
-    if (!methods.includes(state.method)) state.method = methods[0] || "attention";
-    const chooser = $("method-select");
-    chooser.replaceChildren(...methods.map((m) => el("option", { value: m }, methodName(m))));
-    chooser.value = state.method;
-    $("method-control").hidden = methods.length < 2;
-    $("view-control").hidden = views.length < 2 || !attending();
+    $("view-control").hidden = views.length < 2;
     $("model-metrics").textContent =
       (doc.models.length < 2 ? model().name + (metricsText(model()) ? ": " : "") : "") + metricsText(model());
   }
@@ -186,12 +171,10 @@
     $("output-row").replaceChildren(...ex.output_tokens.map((t, i) => tokenButton(t, "output", i)));
     const w = weights();
     const wrap = $("grid-wrap");
-    $("detail-heading").textContent = attending() ? "Attention" : methodName(state.method).replace(/^./, (c) => c.toUpperCase());
     if (w) {
-      const caption = attending() ? "attention weights, " + state.view : methodName(state.method) + " scores";
-      wrap.replaceChildren(grid(ex.source_tokens, ex.output_tokens, w, ex.gold, "grid-cell", caption));
+      wrap.replaceChildren(grid(ex.source_tokens, ex.output_tokens, w, ex.gold, "grid-cell", "attention weights, " + state.view));
     } else {
-      wrap.replaceChildren(el("p", { class: "no-weights", "data-testid": "no-weights" }, noWeights()));
+      wrap.replaceChildren(el("p", { class: "no-weights", "data-testid": "no-weights" }, "this model has no attention weights"));
     }
     $("hover-info").textContent = "";
     renderCompare();
@@ -239,11 +222,9 @@
     }
     (side === "output" ? outputs : sources)[index].classList.add("active");
     if (!w) {
-      info.textContent = noWeights();
+      info.textContent = "this model has no attention weights";
       return;
     }
-    const reads = attending() ? " attends most to source '" : " is attributed most to source '";
-    const value = attending() ? ", weight " : ", score ";
     const gold = ex.gold || [];
     if (side === "output") {
       const row = w[index];
@@ -255,8 +236,8 @@
       for (const j of gold[index] || []) sources[j].classList.add("gold");
       for (const cell of $("grid-wrap").querySelectorAll('[data-row="' + index + '"]')) cell.classList.add("row-active");
       const goldText = (gold[index] || []).map((j) => "'" + ex.source_tokens[j] + "' (" + (j + 1) + ")").join(", ");
-      info.textContent = "output '" + ex.output_tokens[index] + "' (" + (index + 1) + ")" + reads +
-        ex.source_tokens[top] + "' (" + (top + 1) + value + fmt(row[top]) + ")" +
+      info.textContent = "output '" + ex.output_tokens[index] + "' (" + (index + 1) + ") attends most to source '" +
+        ex.source_tokens[top] + "' (" + (top + 1) + ", weight " + fmt(row[top]) + ")" +
         (goldText ? "; gold: " + goldText : index < gold.length ? "; no gold source" : "");
     } else {
       const col = column(w, index);
@@ -267,8 +248,8 @@
       });
       gold.forEach((positions, i) => { if (positions.includes(index)) outputs[i].classList.add("gold"); });
       for (const cell of $("grid-wrap").querySelectorAll('[data-col="' + index + '"]')) cell.classList.add("col-active");
-      info.textContent = "source '" + ex.source_tokens[index] + "' (" + (index + 1) + (attending() ? ") is read most by output '"
-        : ") matters most to output '") + ex.output_tokens[top] + "' (" + (top + 1) + value + fmt(col[top]) + ")";
+      info.textContent = "source '" + ex.source_tokens[index] + "' (" + (index + 1) + ") is read most by output '" +
+        ex.output_tokens[top] + "' (" + (top + 1) + ", weight " + fmt(col[top]) + ")";
     }
   }
 
@@ -432,11 +413,6 @@
     $("model-select").addEventListener("change", (event) => setModel(Number(event.target.value)));
     $("view-select").addEventListener("change", (event) => {
       state.view = event.target.value;
-      renderDetail();
-    });
-    $("method-select").addEventListener("change", (event) => {
-      state.method = event.target.value;
-      renderViewSelect();
       renderDetail();
     });
     $("search").addEventListener("input", applyFilter);
