@@ -3,7 +3,12 @@ run, and how an exception ends a run (KILLED for an interrupt, FAILED otherwise)
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from prefect.runtime import flow_run
+
+T = TypeVar("T")
 
 
 def flow_run_tags() -> dict[str, str]:
@@ -19,3 +24,19 @@ def is_interrupt(exc: BaseException) -> bool:
 def ending_status(exc: BaseException) -> str:
     """The MLflow status of a run that ``exc`` ended: KILLED for an interrupt, else FAILED."""
     return "KILLED" if is_interrupt(exc) else "FAILED"
+
+
+def interrupt_alone(work: Callable[[], T]) -> T:
+    """``work()`` in a worker process; an interrupt it raises is raised again without the
+    exceptions it interrupted. Those travel with it back to the parent process (pickled with
+    their context where tblib's pickling support is installed, as Dask installs it) and need not
+    pickle: a Ctrl-C inside SQLAlchemy's first use of a class interrupts a ``KeyError`` holding a
+    weakref, and a worker that cannot send its exception back dies printing a traceback."""
+    try:
+        return work()
+    except BaseException as exc:
+        if not is_interrupt(exc):
+            raise
+        caught = exc
+    caught.__context__ = caught.__cause__ = None
+    raise caught

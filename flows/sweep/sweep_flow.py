@@ -20,7 +20,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import PrefectFuture
 
 from attnlab.evaluation.compare import Grid, grid_configs
-from attnlab.flows.run.flow_runs import ending_status, is_interrupt
+from attnlab.flows.run.flow_runs import ending_status, interrupt_alone, is_interrupt
 from attnlab.flows.services import prefect_watch
 from attnlab.flows.sweep import sweep_parent
 from attnlab.flows.sweep.sweep_inputs import SharedInputs, shared_inputs
@@ -71,17 +71,19 @@ def train_combination(
         torch.set_num_threads(threads)
     child = train_flow.with_options(flow_run_name=name)
     with prefect_watch.watching():  # a worker process notices a lost server itself, at its next step
-        summary = child(
-            config=config,
-            experiment=experiment,
-            register_model=register_models,
-            parent_run_id=parent_run_id,
-            probe=probe,
-            probe_gold=probe_gold,
-            command="sweep",
-            compare=compare,
-            log_model=log_models,
-            example_plots=example_plots,
+        summary = interrupt_alone(
+            lambda: child(
+                config=config,
+                experiment=experiment,
+                register_model=register_models,
+                parent_run_id=parent_run_id,
+                probe=probe,
+                probe_gold=probe_gold,
+                command="sweep",
+                compare=compare,
+                log_model=log_models,
+                example_plots=example_plots,
+            )
         )
     if key is not None:
         record_finished(MlflowClient(), summary["run_id"], key, summary)

@@ -19,7 +19,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import PrefectFuture
 
 from attnlab.flows.run import epoch_hooks
-from attnlab.flows.run.flow_runs import ending_status, flow_run_tags, is_interrupt
+from attnlab.flows.run.flow_runs import ending_status, flow_run_tags, interrupt_alone, is_interrupt
 from attnlab.flows.services import prefect_watch
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking import store, tune_runs
@@ -53,8 +53,8 @@ def train_trial(
     tags = {tune_runs.STUDY_TAG: link.study, tune_runs.TRIAL_TAG: str(link.number)}
     child = train_flow.with_options(flow_run_name=f"trial-{link.number}")
     with prefect_watch.watching(), epoch_hooks.listening(listen):
-        summary = child(config=config, experiment=experiment, register_model=False, parent_run_id=parent_run_id, command="tune",
-                        log_model=False, run_tags=tags)  # fmt: skip
+        summary = interrupt_alone(lambda: child(config=config, experiment=experiment, register_model=False, parent_run_id=parent_run_id,
+                                                command="tune", log_model=False, run_tags=tags))  # fmt: skip
     return {key: summary[key] for key in ("run_id", "selection", "metrics")}
 
 
