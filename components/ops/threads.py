@@ -55,13 +55,20 @@ def busy_cores(cores: int | None = None, seconds: float = SAMPLE_SECONDS, stat: 
     return cores * busy / total if total > 0 else 0.0
 
 
-def chosen_threads(cores: int | None = None) -> tuple[int, str]:
-    """(torch threads for a run starting now, why: the measured load in words)."""
+def machine_load(cores: int | None = None) -> tuple[float, str]:
+    """(cores kept busy by other work now, that in words); 0.0 where it cannot be measured."""
     cores = cores if cores is not None else (os.cpu_count() or 1)
     busy = busy_cores(cores)
     if busy is None:
-        return cores, f"all {cores} cores (the load cannot be measured here)"
-    return threads_for_load(cores, busy), f"{busy:.1f} of {cores} cores busy with other work"
+        return 0.0, f"all {cores} cores (the load cannot be measured here)"
+    return busy, f"{busy:.1f} of {cores} cores busy with other work"
+
+
+def chosen_threads(cores: int | None = None) -> tuple[int, str]:
+    """(torch threads for a run starting now, why: the measured load in words)."""
+    cores = cores if cores is not None else (os.cpu_count() or 1)
+    busy, why = machine_load(cores)
+    return threads_for_load(cores, busy), why
 
 
 def thread_params(torch_threads: int) -> dict[str, str]:

@@ -24,7 +24,7 @@ from attnlab.flows.cli.options import (
     Verbose,
 )
 from attnlab.flows.cli.predict_outputs import check_outputs, save_heatmaps, write_page
-from attnlab.flows.cli.support import quiet, user_errors
+from attnlab.flows.cli.support import quiet, use_free_cores, user_errors
 from attnlab.flows.tracking.errors import UserError
 from attnlab.model.uri import bundle_folder, check_model_option
 
@@ -136,7 +136,8 @@ def check_inputs(texts: list[str], files: ModelFiles | None) -> None:
 
 def load_model(model: str | None, uri: str | None) -> tuple[str, Predictor]:
     """(uri, :class:`~attnlab.model.predictor.Predictor`) for --model: a bundle folder or the
-    MLflow model at ``uri``."""
+    MLflow model at ``uri``; torch takes the cores other work leaves free."""
+    use_free_cores(say=False)
     folder = bundle_folder(model)
     if folder is not None:
         from attnlab.model.predictor import Predictor

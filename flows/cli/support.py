@@ -212,3 +212,36 @@ def failures_quietly(verbose: bool) -> Iterator[None]:
     finally:
         for logger in loggers:
             logger.removeFilter(noise)
+
+
+def other_work(remote: bool) -> tuple[float, str]:
+    """(cores the machine's other work keeps busy now, that in words where it leaves a sweep's
+    or a tune's runs fewer cores than the machine has, else ""; 0.0 and "" for a remote
+    cluster). Measured once the Prefect server has started, so that its start-up is not counted."""
+    if remote:
+        return 0.0, ""
+    from attnlab.ops.threads import machine_load, threads_for_load
+
+    cores = os.cpu_count() or 1
+    busy, why = machine_load(cores)
+    return busy, why if threads_for_load(cores, busy) < cores else ""
+
+
+def threads_note(threads: int | None, why: str) -> str:
+    """What a sweep's or a tune's first line adds on a busy machine: each run's torch threads and
+    the load (``why``, from :func:`other_work`); "" on a quiet one."""
+    return f", {threads} torch thread{'s' * (threads != 1)} each ({why})" if why and threads else ""
+
+
+def use_free_cores(say: bool = True) -> int:
+    """Give torch the cores that other work leaves free (:func:`attnlab.ops.threads.chosen_threads`);
+    on a busy machine, and when ``say``, say so in one line. The threads chosen."""
+    import torch
+
+    from attnlab.ops.threads import chosen_threads
+
+    threads, why = chosen_threads()
+    torch.set_num_threads(threads)
+    if say and threads < (os.cpu_count() or 1):
+        typer.echo(f"busy machine ({why}): training with {threads} torch thread{'s' * (threads > 1)}", err=True)
+    return threads

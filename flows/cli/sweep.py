@@ -47,8 +47,10 @@ from attnlab.flows.cli.support import (
     fail,
     failures_quietly,
     interrupts_quietly,
+    other_work,
     progress_handler,
     quiet,
+    threads_note,
     user_errors,
 )
 from attnlab.flows.tracking.errors import UserError
@@ -198,7 +200,6 @@ def run_sweep(
     from attnlab.ops.sweep_workers import sweep_workers
 
     server = start_in_background()  # boots while the store is checked and the flow imported
-    workers = sweep_workers(len(configs), max_parallel, remote=bool(dask_address))
     from attnlab.flows.tracking import store
 
     store.check_store(store.resolve_store())
@@ -206,10 +207,12 @@ def run_sweep(
 
     if server is not None and not server.wait():
         server = None  # Prefect has an API URL of its own
+    busy, why = other_work(bool(dask_address))
+    workers = sweep_workers(len(configs), max_parallel, remote=bool(dask_address), busy=busy)
     share_with_workers()
     typer.echo(
         f"sweep: {len(configs)} runs ({len(configs) // len(seeds)} combinations x {len(seeds)} seeds) on {base.task}, "
-        f"{workers.parallel} at a time on the {runner} runner{f' at {dask_address}' if dask_address else ''}",
+        f"{workers.parallel} at a time on the {runner} runner{f' at {dask_address}' if dask_address else ''}{threads_note(workers.threads, why)}",
         err=True,
     )
     # Read by worker processes as they start: the sweep reports each outcome, their Prefect logs stay quiet.

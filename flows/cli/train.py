@@ -23,6 +23,7 @@ from attnlab.flows.cli.support import (
     progress_handler,
     quiet,
     ui_hint,
+    use_free_cores,
     user_errors,
 )
 
@@ -154,22 +155,6 @@ def run_training(
         "steps": summary.pop("step_seconds", {}),
     }
     return summary
-
-
-def use_free_cores() -> int:
-    """Give torch the cores that other work leaves free (:func:`attnlab.ops.threads.chosen_threads`);
-    on a busy machine say so in one line. The threads chosen."""
-    import os
-
-    import torch
-
-    from attnlab.ops.threads import chosen_threads
-
-    threads, why = chosen_threads()
-    torch.set_num_threads(threads)
-    if threads < (os.cpu_count() or 1):
-        typer.echo(f"busy machine ({why}): training with {threads} torch thread{'s' * (threads > 1)}", err=True)
-    return threads
 
 
 def check_resume_alone(source: ConfigSource, experiment: str | None) -> None:

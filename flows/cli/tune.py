@@ -40,8 +40,10 @@ from attnlab.flows.cli.support import (
     fail,
     failures_quietly,
     interrupts_quietly,
+    other_work,
     progress_handler,
     quiet,
+    threads_note,
     user_errors,
 )
 from attnlab.flows.tracking.errors import UserError
@@ -157,14 +159,15 @@ def run_tune(space_file: Path, trials: int, timeout_text: str | None, source: Co
 
     server = start_in_background()
     url = checked_storage(store.resolve_store(), storage, dask_address)
-    workers = sweep_workers(trials, max_parallel, remote=bool(dask_address))
     from attnlab.flows.tune.tune_flow import tune_flow
 
     if server is not None and not server.wait():
         server = None
+    busy, why = other_work(bool(dask_address))
+    workers = sweep_workers(trials, max_parallel, remote=bool(dask_address), busy=busy)
     share_with_workers()
     typer.echo(f"tune: study {name}, {trials} trials of {base.scorer}/{base.encoder}/{base.decoder} on {base.task}, "
-               f"{workers.parallel} at a time on the {runner} runner", err=True)  # fmt: skip
+               f"{workers.parallel} at a time on the {runner} runner{threads_note(workers.threads, why)}", err=True)  # fmt: skip
     quiet_workers = (
         environ_set(PREFECT_LOGGING_LEVEL="CRITICAL", PREFECT_INTERNAL_LOGGING_LEVEL="CRITICAL") if not verbose else nullcontext()
     )
