@@ -2,11 +2,13 @@
 two busy loops (a load of about 4 on 2 cores with the run itself), with and without attnlab's
 thread policy.
 
-- **without**: what torch does by default: one thread per core, OpenMP's default wait policy
-  (idle threads spin before they sleep).
-- **with**: what ``attnlab train`` does (``attnlab.ops.threads``): idle threads sleep
-  (``OMP_WAIT_POLICY=PASSIVE``, set by ``attnlab.flows``), and the run takes the cores the
-  machine's other work leaves free, measured just before it starts (``chosen_threads``).
+- **torch default**: one thread per core, OpenMP's default wait policy (idle threads spin a
+  while before they sleep).
+- **passive**: idle threads sleep (``OMP_WAIT_POLICY=PASSIVE``, set by ``attnlab.flows``), one
+  thread per core: a run whose machine got busy after it started.
+- **chosen**: the default wait policy, and the cores the machine's other work leaves free,
+  measured just before the run starts (``attnlab.ops.threads.chosen_threads``).
+- **attnlab**: what ``attnlab train`` does: both.
 
 Every measurement is a fresh process (OpenMP reads its policy when torch loads): the date task's
 default config trains one whole epoch, and CMUdict (the study's bigru/rnn additive model,
@@ -31,12 +33,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 WORKLOADS = ("date", "cmudict")
-POLICIES = ("without", "with")
+#: Each policy: (idle threads sleep, threads chosen by the load).
+POLICIES = {"torch default": (False, False), "passive": (True, False), "chosen": (False, True), "attnlab": (True, True)}
 
 
 def child(workload: str, policy: str, batches: int) -> dict[str, float]:
     """In a fresh process: (samples/s, threads) of ``workload`` trained under ``policy``."""
-    if policy == "with":
+    passive, chosen = POLICIES[policy]
+    if passive:
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
     else:
         os.environ.pop("OMP_WAIT_POLICY", None)
@@ -49,7 +53,7 @@ def child(workload: str, policy: str, batches: int) -> dict[str, float]:
     from attnlab.training.experiment import prepare_data
     from attnlab.training.loop import length_bucketed_batches, train_step
 
-    threads = chosen_threads()[0] if policy == "with" else (os.cpu_count() or 1)
+    threads = chosen_threads()[0] if chosen else (os.cpu_count() or 1)
     torch.set_num_threads(threads)
     if workload == "date":
         config = ExperimentConfig()
@@ -117,15 +121,17 @@ def main() -> None:
                         result = measure(workload, policy, args.cmudict_batches)
                         rates.setdefault((workload, policy, loops), []).append(result["rate"])
                         threads[(workload, policy, loops)] = int(result["threads"])
-                        print(f"round {round_ + 1}: {workload:8} {policy:8} {loops} busy loops: "
+                        print(f"round {round_ + 1}: {workload:8} {policy:14} {loops} busy loops: "
                               f"{result['rate']:8.1f} samples/s ({int(result['threads'])} threads)", flush=True)  # fmt: skip
-    print(f"\nmedians of {args.repeats} (samples/s; x: times slower than the same setting quiet)")
-    print(f"{'workload':10}{'policy':9}{'quiet':>10}{'2 busy loops':>14}{'x':>7}{'threads':>9}")
+    print(f"\nmedians of {args.repeats}, samples/s; x: times slower beside the loops than the same policy quiet; "
+          "x default: than torch's default quiet; threads: quiet / beside the loops")  # fmt: skip
+    print(f"{'workload':10}{'policy':15}{'quiet':>10}{'2 busy loops':>14}{'x':>7}{'x default':>11}{'threads':>9}")
     for workload in WORKLOADS:
+        fastest = statistics.median(rates[(workload, "torch default", 0)])
         for policy in POLICIES:
             quiet = statistics.median(rates[(workload, policy, 0)])
             busy = statistics.median(rates[(workload, policy, 2)])
-            print(f"{workload:10}{policy:9}{quiet:10.1f}{busy:14.1f}{quiet / busy:7.1f}"
+            print(f"{workload:10}{policy:15}{quiet:10.1f}{busy:14.1f}{quiet / busy:7.1f}{fastest / busy:11.1f}"
                   f"{threads[(workload, policy, 0)]:>5} / {threads[(workload, policy, 2)]}")  # fmt: skip
 
 

@@ -3,6 +3,7 @@ line; a real checkpoint (optimizer, schedule, history, RNG state) still resumes.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -31,15 +32,25 @@ torch.save({"config": {}, "model": Payload(), "optimizer": {}, "schedule": {}, "
 """
 
 
-def craft(tmp_path: Path, name: str) -> tuple[Path, Path]:
-    """A crafted torch file at ``tmp_path/name`` and the file its unpickling would create."""
-    path, marker = tmp_path / name, tmp_path / "code-ran"
+@pytest.fixture(scope="module")
+def crafted(tmp_path_factory) -> tuple[Path, Path]:
+    """A crafted torch file (written once for the module: another interpreter takes seconds to
+    start) and the file its unpickling would create."""
+    folder = tmp_path_factory.mktemp("crafted")
+    path, marker = folder / "crafted.pt", folder / "code-ran"
     subprocess.run([sys.executable, "-c", textwrap.dedent(CRAFT), str(path), str(marker)], check=True)
     return path, marker
 
 
-def test_crafted_checkpoint_runs_no_code_and_is_refused_in_one_line(tmp_path):
-    checkpoint, marker = craft(tmp_path, "checkpoint.pt")
+def craft(crafted: tuple[Path, Path], tmp_path: Path, name: str) -> tuple[Path, Path]:
+    """The crafted file copied to ``tmp_path/name``, and the file its unpickling would create."""
+    path = tmp_path / name
+    shutil.copyfile(crafted[0], path)
+    return path, crafted[1]
+
+
+def test_crafted_checkpoint_runs_no_code_and_is_refused_in_one_line(crafted, tmp_path):
+    checkpoint, marker = craft(crafted, tmp_path, "checkpoint.pt")
     with pytest.raises(RefusedFile) as caught:
         run_experiment(ExperimentConfig(**TINY), checkpoint=checkpoint)
     assert not marker.exists()
@@ -48,10 +59,10 @@ def test_crafted_checkpoint_runs_no_code_and_is_refused_in_one_line(tmp_path):
     assert isinstance(caught.value, ValueError)  # callers catching the old ValueError still do
 
 
-def test_crafted_bundle_weights_are_refused_in_one_line(tmp_path):
+def test_crafted_bundle_weights_are_refused_in_one_line(crafted, tmp_path):
     config = ExperimentConfig(**TINY)
     folder = save_bundle(tmp_path / "bundle", config, build_model(config, build_task(config)))
-    weights, marker = craft(tmp_path, "weights.pt")
+    weights, marker = craft(crafted, tmp_path, "weights.pt")
     weights.replace(folder / "weights.pt")
     with pytest.raises(RefusedFile, match="refusing to load .*weights.pt: it would import posix.system") as caught:
         load_bundle(folder)
