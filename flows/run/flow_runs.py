@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from prefect.runtime import flow_run
-
 T = TypeVar("T")
 
 
 def flow_run_tags() -> dict[str, str]:
     """``prefect.flow_run_id`` and ``prefect.flow_run_name`` of the flow run in progress ("" outside one)."""
+    from prefect.runtime import flow_run  # loaded here: is_interrupt and interrupt_alone need no Prefect
+
     return {"prefect.flow_run_id": str(flow_run.id or ""), "prefect.flow_run_name": str(flow_run.name or "")}
 
 
