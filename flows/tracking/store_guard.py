@@ -11,7 +11,8 @@ whenever the store is not healthy, while it is inspected and then created, migra
   revision, all its tables, no leftovers): passes without the lock;
 - missing, 0 bytes or without tables: MLflow creates it, unless ``artifacts/`` holds earlier runs;
   then it is refused, never re-created over them;
-- not a readable SQLite database: refused;
+- not a readable SQLite database: refused (a journal left by a writer killed mid-transaction is
+  rolled back first, as SQLite's next writer would: that store is healthy);
 - left mid-migration: rebuilt when it holds nothing (no run, model or experiment of a user) and
   there are no artifacts; refused otherwise.
 
@@ -44,6 +45,8 @@ LOCK_TIMEOUT = 600
 QUICK_CHECK_MAX_BYTES = 256 * 2**20
 #: Free space below which no run starts: a run's metrics, plots and model need a few MB.
 MIN_FREE_BYTES = 32 * 2**20
+#: sqlite3's code for a read-only connection that meets a hot journal (a writer died mid-transaction).
+SQLITE_READONLY_ROLLBACK = 776
 #: Tables a new store fills by itself (the Default experiment, id 0, is checked apart).
 _BOOKKEEPING = {"alembic_version", "sqlite_sequence", "workspaces", "experiments"}
 
@@ -67,7 +70,8 @@ class Health:
 
 
 def inspect_db(db: Path) -> Health:
-    """The health of the SQLite file ``db``, read-only (it changes nothing)."""
+    """The health of the SQLite file ``db``, read-only: it changes nothing but the rollback of a
+    transaction whose writer was killed (:func:`_roll_back_hot_journal`)."""
     try:
         with db.open("rb") as handle:
             header = handle.read(len(HEADER))
@@ -80,6 +84,7 @@ def inspect_db(db: Path) -> Health:
     if header != HEADER:
         return Health("unreadable", "its header is not 'SQLite format 3'")
     try:
+        _roll_back_hot_journal(db)
         with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=60)) as conn:
             check = conn.execute("PRAGMA quick_check").fetchone()[0] if db.stat().st_size <= QUICK_CHECK_MAX_BYTES else "ok"
             if check != "ok":
@@ -98,6 +103,21 @@ def inspect_db(db: Path) -> Health:
     if revisions != [_head_revision()] or missing:
         return Health("behind", f"revision {revisions or 'none'}, missing tables {missing or 'none'}", holds)
     return Health("ok")
+
+
+def _roll_back_hot_journal(db: Path) -> None:
+    """Undo the transaction of a writer killed in its middle (SIGKILL, power loss), which left a
+    hot ``mlflow.db-journal``: a read-only connection cannot roll it back and refuses to read
+    (SQLITE_READONLY_ROLLBACK), a read-write one rolls it back on its first read. A no-op without
+    a hot journal; left to the read-only check when the folder cannot be written."""
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=60)) as conn:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.DatabaseError as exc:
+        if getattr(exc, "sqlite_errorcode", None) != SQLITE_READONLY_ROLLBACK:
+            return
+        with contextlib.suppress(sqlite3.DatabaseError), contextlib.closing(sqlite3.connect(db, timeout=60)) as conn:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
 
 
 def _holds_data(conn: sqlite3.Connection, tables: set[str]) -> bool:

@@ -254,6 +254,35 @@ def test_an_empty_store_file_without_artifacts_is_simply_created(tmp_path):
     assert "runs" in tables(store_dir / "mlflow.db")
 
 
+#: Run in a child process: a write transaction on the database at argv[1], large enough to write
+#: pages into the file before it commits (so its journal is hot), cut by the process dying at once.
+KILLED_MID_TRANSACTION = """
+import os, sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA cache_size = 1")
+conn.execute("BEGIN IMMEDIATE")
+conn.execute("CREATE TABLE scratch (text)")
+conn.executemany("INSERT INTO scratch VALUES (?)", [("x" * 100,)] * 20000)
+os._exit(137)
+"""
+
+
+def test_a_writer_killed_mid_transaction_is_rolled_back_and_the_next_train_runs(capsys, tmp_path, monkeypatch, store_with_runs):
+    store_dir = tmp_path / "mlflow"
+    store_with_runs(store_dir)
+    before = sorted((run.info.run_id, run.info.status) for run in all_runs(store_dir))
+    done = subprocess.run([sys.executable, "-c", KILLED_MID_TRANSACTION, str(store_dir / "mlflow.db")], capture_output=True)
+    assert done.returncode == 137, done.stderr[-2000:]
+    assert (store_dir / "mlflow.db-journal").stat().st_size > 0  # hot: a read-only open refuses it
+    monkeypatch.setenv("ATTNLAB_MLFLOW_DIR", str(store_dir))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    code, out, err = attnlab(capsys, "train", *TINY_ARGS)
+    assert code == 0, err
+    assert "scratch" not in tables(store_dir / "mlflow.db")  # the cut transaction is undone, nothing else
+    after = {(run.info.run_id, run.info.status) for run in all_runs(store_dir) if run.info.run_name != "benchmark-date"}
+    assert set(before) < after and len(after) == len(before) + 1 and {status for _, status in after} == {"FINISHED"}
+
+
 # --------------------------------------------------------------------------- item 8 (the store)
 
 
