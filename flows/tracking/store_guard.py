@@ -110,6 +110,8 @@ def _roll_back_hot_journal(db: Path) -> None:
     hot ``mlflow.db-journal``: a read-only connection cannot roll it back and refuses to read
     (SQLITE_READONLY_ROLLBACK), a read-write one rolls it back on its first read. A no-op without
     a hot journal; left to the read-only check when the folder cannot be written."""
+    if not db.with_name(f"{db.name}-journal").exists():
+        return  # no journal, none to roll back: the usual case costs one stat, not a connection
     try:
         with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=60)) as conn:
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()

@@ -270,7 +270,7 @@ os._exit(137)
 def test_a_writer_killed_mid_transaction_is_rolled_back_and_the_next_train_runs(capsys, tmp_path, monkeypatch, store_with_runs):
     store_dir = tmp_path / "mlflow"
     store_with_runs(store_dir)
-    before = sorted((run.info.run_id, run.info.status) for run in all_runs(store_dir))
+    before = {(run.info.run_id, run.info.status) for run in all_runs(store_dir)}
     done = subprocess.run([sys.executable, "-c", KILLED_MID_TRANSACTION, str(store_dir / "mlflow.db")], capture_output=True)
     assert done.returncode == 137, done.stderr[-2000:]
     assert (store_dir / "mlflow.db-journal").stat().st_size > 0  # hot: a read-only open refuses it
@@ -280,7 +280,7 @@ def test_a_writer_killed_mid_transaction_is_rolled_back_and_the_next_train_runs(
     assert code == 0, err
     assert "scratch" not in tables(store_dir / "mlflow.db")  # the cut transaction is undone, nothing else
     after = {(run.info.run_id, run.info.status) for run in all_runs(store_dir) if run.info.run_name != "benchmark-date"}
-    assert set(before) < after and len(after) == len(before) + 1 and {status for _, status in after} == {"FINISHED"}
+    assert before < after and len(after) == len(before) + 1 and {status for _, status in after} == {"FINISHED"}
 
 
 # --------------------------------------------------------------------------- item 8 (the store)
