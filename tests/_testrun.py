@@ -112,6 +112,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     global _reaper
+    if not is_worker():
+        import _session_prefect
+
+        _session_prefect.stop()
     if _reaper is not None:
         stop_reaper(_reaper)
         _reaper = None

@@ -1,5 +1,5 @@
-"""Fixtures of the flow and CLI tests: one Prefect test harness per session (per xdist worker),
-throw-away MLflow stores, and a store with a trained model shared by the run, all its xdist
+"""Fixtures of the flow and CLI tests: one temporary Prefect server for the run (all its xdist
+workers), throw-away MLflow stores, and a store with a trained model shared by the run, all its xdist
 workers included (helpers: _flowkit.py). Every test here is marked ``flows``."""
 
 from __future__ import annotations
@@ -8,29 +8,57 @@ import json
 import os
 from pathlib import Path
 
+import _session_prefect
 import pytest
 from _flowkit import LEARNS, chromium, point_at, run_flow
 from filelock import FileLock
 
-import attnlab.flows  # noqa: F401  (telemetry defaults before prefect and mlflow are imported)
+# The run's Prefect server, in the environment before anything imports Prefect: Prefect reads it
+# once into the settings that every thread falls back on (a process pool task runner's threads
+# would otherwise start a temporary server of their own).
+os.environ["PREFECT_API_URL"] = _session_prefect.api_url()
+
+import attnlab.flows  # noqa: E402, F401  (telemetry defaults before prefect and mlflow are imported)
 
 
 @pytest.fixture(scope="session", autouse=True)
 def prefect_harness(tmp_path_factory):
-    """A temporary Prefect server and database for the whole session; task results and the
-    generated datasets go to temporary folders. The commands the tests start use it too
-    (``PREFECT_API_URL``) rather than each starting a temporary server of its own, 12 CPU-s per
-    command; the tests of that temporary server remove the variable."""
-    from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, get_current_settings, temporary_settings
-    from prefect.testing.utilities import prefect_test_harness
+    """Task results and the generated datasets in temporary folders, the run's temporary Prefect
+    server as the API (``_session_prefect.py``, set above). The commands the tests start use it
+    too (``PREFECT_API_URL``) rather than each starting a temporary server of its own, 12 CPU-s
+    per command; the tests of that temporary server remove the variable."""
+    from prefect.settings import PREFECT_API_URL, PREFECT_LOCAL_STORAGE_PATH, temporary_settings
 
     storage = tmp_path_factory.mktemp("prefect-storage")
-    with temporary_settings(updates={PREFECT_LOCAL_STORAGE_PATH: storage}), prefect_test_harness(server_startup_timeout=600):
-        os.environ["PREFECT_API_URL"] = str(get_current_settings().api.url)
+    url = _session_prefect.api_url()
+    with temporary_settings(updates={PREFECT_LOCAL_STORAGE_PATH: storage, PREFECT_API_URL: url}):
+        os.environ["PREFECT_API_URL"] = url
         try:
             yield
         finally:
+            _drain_prefect_workers()
             os.environ.pop("PREFECT_API_URL", None)
+
+
+def _drain_prefect_workers() -> None:
+    """Send the logs and events this process still holds to the server, as Prefect's own test
+    harness does before it stops its server: the run's pytest stops the server right after."""
+    import inspect
+
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+    from prefect.utilities.asyncutils import run_coro_as_sync
+
+    async def drain() -> None:
+        for drained in (APILogWorker.instance().drain, EventsWorker.drain_all):
+            try:
+                result = drained()
+            except RuntimeError:  # the worker was never started
+                continue
+            if inspect.isawaitable(result):
+                await result
+
+    run_coro_as_sync(drain())
 
 
 @pytest.fixture

@@ -1,20 +1,21 @@
-"""The data cache under faults, with real ``attnlab train`` processes: a cached data file cut in
-half, emptied (valid, checksummed, but with empty splits) or swapped for another data set's file
-is discarded and generated again, with one line saying so, and the run trains on its own data."""
+"""The data cache under faults, through the ``attnlab train`` command (run in-process, as the CLI
+tests run it): a cached data file cut in half, emptied (valid, checksummed, but with empty splits)
+or swapped for another data set's file is discarded and generated again, with one line saying so,
+and the run trains on its own data."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from _flowkit import client_for, is_progress_line
 
-ATTNLAB = str(Path(sys.executable).with_name("attnlab"))
+from attnlab.flows.cli import app as cli
+
 OPTIONS = ["--epochs", "1", "--train-size", "200", "--hidden-size", "16", "--embedding-dim", "8",
            "-o", "validation_size=30", "-o", "test_size=30", "--json"]  # fmt: skip
 
@@ -22,14 +23,16 @@ OPTIONS = ["--epochs", "1", "--train-size", "200", "--hidden-size", "16", "--emb
 def train(world: Path, seed: int) -> tuple[str, list[str]]:
     """``attnlab train`` of seed ``seed`` on the store and cache of ``world``; (its run id, its
     stderr lines). Fails the test unless it exits 0."""
-    env = {key: value for key, value in os.environ.items() if key != "MLFLOW_TRACKING_URI"}
-    env.update(ATTNLAB_MLFLOW_DIR=str(world / "mlflow"), ATTNLAB_CACHE_DIR=str(world / "cache"))
-    done = subprocess.run(
-        [ATTNLAB, "train", *OPTIONS, "--seed", str(seed)], env=env, cwd=world, capture_output=True, text=True, timeout=900
-    )  # fmt: skip  a hang guard only
-    assert done.returncode == 0, done.stderr
-    assert "Traceback" not in done.stderr
-    return json.loads(done.stdout)["run_id"], done.stderr.splitlines()
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        patch.delenv("MLFLOW_TRACKING_URI", raising=False)
+        patch.setenv("ATTNLAB_MLFLOW_DIR", str(world / "mlflow"))
+        patch.setenv("ATTNLAB_CACHE_DIR", str(world / "cache"))
+        patch.chdir(world)
+        code = cli.main(["train", *OPTIONS, "--seed", str(seed)])
+    assert code == 0, err.getvalue()
+    assert "Traceback" not in err.getvalue()
+    return json.loads(out.getvalue())["run_id"], err.getvalue().splitlines()
 
 
 def trained_on(world: Path, run_id: str) -> set[tuple[str, str]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import multiprocessing
 import os
 import shutil
 import sqlite3
@@ -15,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _flowkit import TINY, assert_one_line_error, client_for
+from _flowkit import TINY, assert_one_line_error, client_for, preloaded_processes
 
 from attnlab.flows.cli import app as cli
 
@@ -55,36 +56,39 @@ for index in range(int(sys.argv[2])):
 """
 
 
-#: Run in a child process: wait for the go file, then open the store and log one run the way
-#: ``attnlab train`` does (store check, stale-run sweep, experiment, run, end).
-STORE_USER = """
-import sys, time
-from pathlib import Path
-from mlflow import MlflowClient
-from attnlab.lab.config import ExperimentConfig
-from attnlab.flows.tracking import store
-from attnlab.flows.tracking import runs as tracking
-go, seed = Path(sys.argv[1]), int(sys.argv[2])
-Path(sys.argv[3]).touch()
-while not go.exists():
-    time.sleep(0.05)
-where = store.use_store()
-store.check_store(where)
-client = MlflowClient()
-tracking.end_stale_runs(client)
-run_id = tracking.start_run(client, tracking.ensure_experiment(client, "attnlab-date", where), ExperimentConfig(seed=seed))
-client.log_metric(run_id, "test_exact_match", 0.5)
-tracking.end_run(client, run_id, "FINISHED")
-"""
+def use_the_store(store_dir: str, go: str, seed: int, ready: str, out: str) -> None:
+    """In a process of its own (see :func:`store_user`): wait for the go file, then open the store
+    and log one run the way ``attnlab train`` does (store check, stale-run sweep, experiment, run,
+    end); what it says goes to the file ``out``."""
+    log = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.environ["ATTNLAB_MLFLOW_DIR"] = store_dir
+    os.environ.pop("MLFLOW_TRACKING_URI", None)
+    from attnlab.flows.tracking import runs as tracking
+    from attnlab.flows.tracking import store
+    from attnlab.lab.config import ExperimentConfig
+    from mlflow import MlflowClient
+
+    Path(ready).touch()
+    while not Path(go).exists():
+        time.sleep(0.05)
+    where = store.use_store()
+    store.check_store(where)
+    client = MlflowClient()
+    tracking.end_stale_runs(client)
+    run_id = tracking.start_run(client, tracking.ensure_experiment(client, "attnlab-date", where), ExperimentConfig(seed=seed))
+    client.log_metric(run_id, "test_exact_match", 0.5)
+    tracking.end_run(client, run_id, "FINISHED")
 
 
-def store_user(store_dir: Path, go: Path, seed: int, folder: Path) -> subprocess.Popen:
-    """A process running :data:`STORE_USER` on ``store_dir``; its output goes to files in ``folder``."""
-    env = {**os.environ, "ATTNLAB_MLFLOW_DIR": str(store_dir)}
-    env.pop("MLFLOW_TRACKING_URI", None)
-    with open(folder / f"out-{seed}.txt", "w") as out:
-        return subprocess.Popen([sys.executable, "-c", STORE_USER, str(go), str(seed), str(folder / f"ready-{seed}")],
-                                env=env, cwd=folder, stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
+def store_user(store_dir: Path, go: Path, seed: int, folder: Path) -> multiprocessing.process.BaseProcess:
+    """A started process running :func:`use_the_store` on ``store_dir``; its output goes to
+    files in ``folder``."""
+    arguments = (str(store_dir), str(go), seed, str(folder / f"ready-{seed}"), str(folder / f"out-{seed}.txt"))
+    process = preloaded_processes().Process(target=use_the_store, args=arguments)
+    process.start()
+    return process
 
 
 def outputs(folder: Path) -> str:
@@ -172,10 +176,12 @@ def test_eight_runs_at_once_on_a_fresh_store_all_finish_then_a_train(capsys, tmp
     processes = [store_user(store_dir, go, seed, tmp_path) for seed in range(8)]
     try:
         while len(list(tmp_path.glob("ready-*"))) < 8:  # the event: all eight are at the start line
-            assert all(process.poll() is None for process in processes), outputs(tmp_path)
+            assert all(process.is_alive() for process in processes), outputs(tmp_path)
             time.sleep(0.2)
         go.touch()
-        codes = [process.wait() for process in processes]
+        for process in processes:
+            process.join()
+        codes = [process.exitcode for process in processes]
     finally:
         for process in processes:
             process.kill()

@@ -4,12 +4,11 @@ a real tracking server), and a sweep terminated mid-run."""
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
-from _flowkit import client_for
+from _flowkit import client_for, preloaded_processes
 
 
 def _log_epochs(args: tuple[str, str, int]) -> str:
@@ -78,8 +77,7 @@ def test_eight_processes_logging_at_once_lose_nothing(tmp_path, monkeypatch, req
 
     resolved = tracking_store.resolve_store()
     tracking_store.check_store(resolved)  # created first, as a sweep's parent run does
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(8, mp_context=context) as pool:
+    with ProcessPoolExecutor(8, mp_context=preloaded_processes()) as pool:
         run_ids = list(pool.map(_log_epochs, [(where, str(i), epochs) for i in range(8)]))
     client = MlflowClient(resolved.tracking_uri)
     assert len(set(run_ids)) == 8

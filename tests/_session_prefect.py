@@ -1,0 +1,118 @@
+"""One temporary Prefect server for a whole test run, shared by its xdist workers.
+
+The first worker that needs it starts it under a file lock in the run's folder and records its
+address and pid there; the others read the record. It outlives the worker that started it (a
+worker leaves once its files are done, while others still run), so the run's pytest stops it at
+the end (:func:`stop`), and the run's reaper ends it if pytest dies. One server instead of one per
+worker: each costs about 6 CPU-s to start and 20-30 CPU-s idling through a run of the suite.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+#: The run's folder, shared by its workers (set by _testrun.py).
+ROOT_VARIABLE = "ATTNLAB_TEST_ROOT"
+#: Longest wait for the server to answer (a hang guard for a very busy machine).
+STARTUP_TIMEOUT = 600
+#: Starts tried when the server exits before answering (its port taken meanwhile).
+STARTS = 3
+
+
+def _folder() -> Path:
+    return Path(os.environ[ROOT_VARIABLE]) / "prefect-server"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/health", timeout=5) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _start(folder: Path) -> tuple[str, int]:
+    """Start the server (the command of Prefect's own test harness, in a session of its own, its
+    database in ``folder``); (its API address, its pid) once it answers."""
+    import importlib.util
+
+    # Where Prefect is, without importing it: the workers import it only once the address is set.
+    (package,) = importlib.util.find_spec("prefect").submodule_search_locations  # type: ignore[union-attr]
+    log = folder / "server.log"
+    env = {
+        **os.environ,
+        "PREFECT_UI_ENABLED": "0",
+        "PREFECT__SERVER_EPHEMERAL": "1",
+        "PREFECT__SERVER_FINAL": "1",
+        "PREFECT_SERVER_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{folder / 'prefect.db'}",
+    }
+    for _ in range(STARTS):
+        port = _free_port()
+        url = f"http://127.0.0.1:{port}/api"
+        command = [sys.executable, "-m", "uvicorn", "--app-dir", str(Path(package).parent), "--factory",
+                   "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(port),
+                   "--log-level", "error", "--lifespan", "on"]  # fmt: skip
+        with open(log, "ab") as out:
+            process = subprocess.Popen(
+                command, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while process.poll() is None and time.monotonic() < deadline:
+            if _answers(url):
+                return url, process.pid
+            time.sleep(0.2)
+        if process.poll() is None:
+            process.kill()
+            raise RuntimeError(f"the run's Prefect server did not answer within {STARTUP_TIMEOUT} s; its log: {log}")
+    raise RuntimeError(f"the run's Prefect server exited at each of {STARTS} starts; its log: {log}")
+
+
+def api_url() -> str:
+    """The address of the run's Prefect server (``http://127.0.0.1:PORT/api``), started first if
+    no worker has started it yet."""
+    from filelock import FileLock
+
+    folder = _folder()
+    folder.mkdir(parents=True, exist_ok=True)
+    record = folder / "server.json"
+    with FileLock(folder / "server.lock"):
+        if not record.is_file():
+            url, pid = _start(folder)
+            record.write_text(json.dumps({"api_url": url, "pid": pid}))
+        return json.loads(record.read_text())["api_url"]
+
+
+def stop() -> None:
+    """Stop the run's Prefect server, if one was started (by the run's pytest, at its end)."""
+    import psutil
+
+    record = _folder() / "server.json"
+    if not record.is_file():
+        return
+    pid = json.loads(record.read_text())["pid"]
+    try:
+        server = psutil.Process(pid)
+        if "prefect.server.api.server:create_app" not in server.cmdline():
+            return  # it died and its pid was reused
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=10)
+    except psutil.TimeoutExpired:
+        server.kill()
+    except psutil.Error:
+        pass  # already gone
+    record.unlink()
