@@ -47,7 +47,10 @@ FOLDERS = {
 #: loads): the run's xdist workers and the commands they start each take torch's default of one
 #: thread per core, and on 2 cores their spinning threads slowed a 1 s training test to 30 s.
 #: The threads and the results are the same; only idle waiting stops burning the cores.
-THREAD_SETTINGS = {"OMP_WAIT_POLICY": "PASSIVE"}
+#: torch.compile's tests compile in the process itself, as inductor's pool of compile workers
+#: (one interpreter per core, each importing torch) cost them 10 CPU-s on 2 cores: the same
+#: kernels, without the pool.
+THREAD_SETTINGS = {"OMP_WAIT_POLICY": "PASSIVE", "TORCHINDUCTOR_COMPILE_THREADS": "1"}
 #: The user's Prefect and MLflow settings (a server, a profile, a database, a tracking URI)
 #: would send the tests' runs there: the tests run without them.
 DROPPED_PREFIXES = ("PREFECT_", "MLFLOW_")
