@@ -1,6 +1,6 @@
 """Fixtures of the flow and CLI tests: one temporary Prefect server for the run (all its xdist
-workers), throw-away MLflow stores, and a store with a trained model shared by the run, all its xdist
-workers included (helpers: _flowkit.py). Every test here is marked ``flows``."""
+workers), throw-away MLflow stores, and a store with a trained model shared by the run, all its
+xdist workers included (helpers: _flowkit.py). Every test here is marked ``flows``."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def _drain_prefect_workers() -> None:
     from prefect.utilities.asyncutils import run_coro_as_sync
 
     async def drain() -> None:
-        for drained in (APILogWorker.instance().drain, EventsWorker.drain_all):
+        for drained in (lambda: APILogWorker.instance().drain(), EventsWorker.drain_all):
             try:
                 result = drained()
             except RuntimeError:  # the worker was never started
