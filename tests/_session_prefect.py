@@ -13,11 +13,7 @@ import json
 import os
 import signal
 import socket
-import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 #: The run's folder, shared by its workers (set by _testrun.py).
@@ -38,48 +34,28 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/health", timeout=5) as response:
-            return response.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
-
-
 def _start(folder: Path) -> tuple[str, int]:
     """Start the server (the command of Prefect's own test harness, in a session of its own, its
-    database in ``folder``); (its API address, its pid) once it answers."""
-    import importlib.util
+    database in ``folder``); (its API address, its pid) once it answers. Imports no Prefect: the
+    workers import it only once the address is set."""
+    from attnlab.flows.services.prefect_server import SERVER_SETTINGS, uvicorn_command
+    from attnlab.flows.services.servers import Server, ServerFailed, ServerTimeout, wait_healthy
 
-    # Where Prefect is, without importing it: the workers import it only once the address is set.
-    (package,) = importlib.util.find_spec("prefect").submodule_search_locations  # type: ignore[union-attr]
-    log = folder / "server.log"
-    env = {
-        **os.environ,
-        "PREFECT_UI_ENABLED": "0",
-        "PREFECT__SERVER_EPHEMERAL": "1",
-        "PREFECT__SERVER_FINAL": "1",
-        "PREFECT_SERVER_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{folder / 'prefect.db'}",
-    }
-    for _ in range(STARTS):
+    env = {**os.environ, **SERVER_SETTINGS, "PREFECT_SERVER_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{folder / 'prefect.db'}"}
+    for attempt in range(1, STARTS + 1):
         port = _free_port()
         url = f"http://127.0.0.1:{port}/api"
-        command = [sys.executable, "-m", "uvicorn", "--app-dir", str(Path(package).parent), "--factory",
-                   "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(port),
-                   "--log-level", "error", "--lifespan", "on"]  # fmt: skip
-        with open(log, "ab") as out:
-            process = subprocess.Popen(
-                command, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-            )
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while process.poll() is None and time.monotonic() < deadline:
-            if _answers(url):
-                return url, process.pid
-            time.sleep(0.2)
-        if process.poll() is None:
-            process.kill()
-            raise RuntimeError(f"the run's Prefect server did not answer within {STARTUP_TIMEOUT} s; its log: {log}")
-    raise RuntimeError(f"the run's Prefect server exited at each of {STARTS} starts; its log: {log}")
+        server = Server("Prefect", [sys.executable, "-m", *uvicorn_command(port)], f"{url}/health", folder / "server.log", env).start()
+        try:
+            wait_healthy([server], timeout=STARTUP_TIMEOUT)
+        except ServerTimeout:
+            server.stop()
+            raise
+        except ServerFailed:
+            if attempt < STARTS:
+                continue  # its port was taken meanwhile: another port
+            raise
+        return url, server.process.pid  # type: ignore[union-attr]  (started)
 
 
 def api_url() -> str:

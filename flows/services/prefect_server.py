@@ -87,6 +87,24 @@ def _prefect_wants_one() -> bool:
     return not settings.api.url and bool(settings.server.ephemeral.enabled)
 
 
+#: The environment Prefect's SubprocessASGIServer._run_uvicorn_command gives its server.
+SERVER_SETTINGS = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
+
+
+def uvicorn_command(port: int) -> list[str]:
+    """Prefect's API app under uvicorn on 127.0.0.1:``port`` (``uvicorn`` and its arguments, to
+    run with ``python -m``): the command line of Prefect's SubprocessASGIServer. Prefect is found
+    without importing it."""
+    spec = importlib.util.find_spec("prefect")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("Prefect is not installed", name="prefect")
+    prefect_dir = Path(spec.submodule_search_locations[0])
+    return [
+        "uvicorn", "--app-dir", str(prefect_dir.parent), "--factory", "prefect.server.api.server:create_app",
+        "--host", "127.0.0.1", "--port", str(port), "--log-level", "error", "--lifespan", "on",
+    ]  # fmt: skip
+
+
 class Handle:
     """A temporary server starting in the background; :meth:`wait` before the first flow run."""
 
@@ -106,22 +124,11 @@ class Handle:
     def _launch(self) -> None:
         """Start the server process on a free port (returns at once; imports nothing heavy)."""
         self.port = _free_port()
-        spec = importlib.util.find_spec("prefect")  # found without importing it
-        if spec is None or not spec.submodule_search_locations:
-            raise ModuleNotFoundError("Prefect is not installed", name="prefect")
-        prefect_dir = Path(spec.submodule_search_locations[0])
         path = log_path()
         path.parent.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
-        # The same command and environment as Prefect's SubprocessASGIServer._run_uvicorn_command.
-        env.update(PREFECT_UI_ENABLED="0", PREFECT__SERVER_EPHEMERAL="1", PREFECT__SERVER_FINAL="1")
-        command = [
-            sys.executable, "-m", "attnlab.flows.services.server_child", str(os.getpid()), "uvicorn",
-            "--app-dir", str(prefect_dir.parent),
-            "--factory", "prefect.server.api.server:create_app",
-            "--host", "127.0.0.1", "--port", str(self.port),
-            "--log-level", "error", "--lifespan", "on",
-        ]  # fmt: skip
+        env.update(SERVER_SETTINGS)
+        command = [sys.executable, "-m", "attnlab.flows.services.server_child", str(os.getpid()), *uvicorn_command(self.port)]
         with open(path, "ab") as log:
             self.process = subprocess.Popen(
                 command, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True

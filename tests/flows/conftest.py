@@ -16,7 +16,7 @@ from filelock import FileLock
 # The run's Prefect server, in the environment before anything imports Prefect: Prefect reads it
 # once into the settings that every thread falls back on (a process pool task runner's threads
 # would otherwise start a temporary server of their own).
-os.environ["PREFECT_API_URL"] = _session_prefect.api_url()
+API_URL = os.environ["PREFECT_API_URL"] = _session_prefect.api_url()
 
 import attnlab.flows  # noqa: E402, F401  (telemetry defaults before prefect and mlflow are imported)
 
@@ -24,15 +24,14 @@ import attnlab.flows  # noqa: E402, F401  (telemetry defaults before prefect and
 @pytest.fixture(scope="session", autouse=True)
 def prefect_harness(tmp_path_factory):
     """Task results and the generated datasets in temporary folders, the run's temporary Prefect
-    server as the API (``_session_prefect.py``, set above). The commands the tests start use it
+    server as the API (:data:`API_URL`, set above). The commands the tests start use it
     too (``PREFECT_API_URL``) rather than each starting a temporary server of its own, 12 CPU-s
     per command; the tests of that temporary server remove the variable."""
     from prefect.settings import PREFECT_API_URL, PREFECT_LOCAL_STORAGE_PATH, temporary_settings
 
     storage = tmp_path_factory.mktemp("prefect-storage")
-    url = _session_prefect.api_url()
-    with temporary_settings(updates={PREFECT_LOCAL_STORAGE_PATH: storage, PREFECT_API_URL: url}):
-        os.environ["PREFECT_API_URL"] = url
+    with temporary_settings(updates={PREFECT_LOCAL_STORAGE_PATH: storage, PREFECT_API_URL: API_URL}):
+        os.environ["PREFECT_API_URL"] = API_URL
         try:
             yield
         finally:
