@@ -13,17 +13,32 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Collection
 from pathlib import Path
 
 #: How long the other processes' use of the cores is sampled.
 SAMPLE_SECONDS = 0.25
 
 
+def usable_cpus() -> list[int]:
+    """The cores this process may run on: its CPU affinity (``taskset``, a container's cpuset),
+    else all of the machine's."""
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
+def usable_cores() -> int:
+    """How many cores this process may run on (:func:`usable_cpus`); a run pinned to one core of
+    two takes one thread, not two that take turns on it."""
+    return len(usable_cpus())
+
+
 def thread_share(concurrent_runs: int, cores: int | None = None) -> int:
     """Torch threads per run when ``concurrent_runs`` runs share ``cores`` (default: this
     machine's): an equal share, at least one. Five runs with all cores each on 2 cores took
     22-24 min apiece where one alone takes 38 s: oversubscribed threads spin against each other."""
-    cores = cores if cores is not None else (os.cpu_count() or 1)
+    cores = cores if cores is not None else usable_cores()
     return max(1, cores // max(1, concurrent_runs))
 
 
@@ -33,22 +48,36 @@ def threads_for_load(cores: int, busy: float) -> int:
     return max(1, min(cores, round(cores - busy)))
 
 
-def cpu_jiffies(stat: str) -> tuple[int, int]:
-    """(busy, total) clock ticks of all cores from the first line of ``/proc/stat``'s text."""
-    fields = [int(value) for value in stat.split("\n", 1)[0].split()[1:]]
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
-    total = sum(fields[:8])  # guest time is counted in user time already
-    return total - idle, total
+def cpu_jiffies(stat: str, cpus: Collection[int] | None = None) -> tuple[int, int]:
+    """(busy, total) clock ticks from ``/proc/stat``'s text: of all cores (its first line), or
+    summed over the ``cpuN`` lines of the cores ``cpus``."""
+    lines = stat.split("\n")
+    if cpus is not None:
+        wanted = {f"cpu{cpu}" for cpu in cpus}
+        lines = [line for line in lines if line.split(" ", 1)[0] in wanted]
+        if len(lines) != len(wanted):
+            raise ValueError(f"/proc/stat has no line for some of the cores {sorted(cpus)}")
+    busy = total = 0
+    for line in lines if cpus is not None else lines[:1]:
+        fields = [int(value) for value in line.split()[1:]]
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+        line_total = sum(fields[:8])  # guest time is counted in user time already
+        busy, total = busy + line_total - idle, total + line_total
+    return busy, total
 
 
 def busy_cores(cores: int | None = None, seconds: float = SAMPLE_SECONDS, stat: Path = Path("/proc/stat")) -> float | None:
-    """How many of the machine's cores other processes keep busy, over ``seconds`` while this
-    process waits; None where ``/proc/stat`` cannot be read (not Linux)."""
-    cores = cores if cores is not None else (os.cpu_count() or 1)
+    """How many of the cores this process may use (``cores`` of them; default: all it may use)
+    other processes keep busy, over ``seconds`` while this process waits; None where
+    ``/proc/stat`` cannot be read (not Linux). Pinned to some of the machine's cores, only those
+    are measured."""
+    cpus = usable_cpus()
+    pinned = cpus if len(cpus) < (os.cpu_count() or 1) else None
+    cores = cores if cores is not None else len(cpus)
     try:
-        before = cpu_jiffies(stat.read_text())
+        before = cpu_jiffies(stat.read_text(), pinned)
         time.sleep(seconds)
-        after = cpu_jiffies(stat.read_text())
+        after = cpu_jiffies(stat.read_text(), pinned)
     except (OSError, ValueError, IndexError):
         return None
     busy, total = after[0] - before[0], after[1] - before[1]
@@ -57,7 +86,7 @@ def busy_cores(cores: int | None = None, seconds: float = SAMPLE_SECONDS, stat: 
 
 def machine_load(cores: int | None = None) -> tuple[float, str]:
     """(cores kept busy by other work now, that in words); 0.0 where it cannot be measured."""
-    cores = cores if cores is not None else (os.cpu_count() or 1)
+    cores = cores if cores is not None else usable_cores()
     busy = busy_cores(cores)
     if busy is None:
         return 0.0, f"all {cores} cores (the load cannot be measured here)"
@@ -66,7 +95,7 @@ def machine_load(cores: int | None = None) -> tuple[float, str]:
 
 def chosen_threads(cores: int | None = None) -> tuple[int, str]:
     """(torch threads for a run starting now, why: the measured load in words)."""
-    cores = cores if cores is not None else (os.cpu_count() or 1)
+    cores = cores if cores is not None else usable_cores()
     busy, why = machine_load(cores)
     return threads_for_load(cores, busy), why
 

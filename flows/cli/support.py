@@ -220,9 +220,9 @@ def other_work(remote: bool) -> tuple[float, str]:
     cluster). Measured once the Prefect server has started, so that its start-up is not counted."""
     if remote:
         return 0.0, ""
-    from attnlab.ops.threads import machine_load, threads_for_load
+    from attnlab.ops.threads import machine_load, threads_for_load, usable_cores
 
-    cores = os.cpu_count() or 1
+    cores = usable_cores()
     busy, why = machine_load(cores)
     return busy, why if threads_for_load(cores, busy) < cores else ""
 
@@ -238,10 +238,10 @@ def use_free_cores(say: bool = True) -> int:
     on a busy machine, and when ``say``, say so in one line. The threads chosen."""
     import torch
 
-    from attnlab.ops.threads import chosen_threads
+    from attnlab.ops.threads import chosen_threads, usable_cores
 
     threads, why = chosen_threads()
     torch.set_num_threads(threads)
-    if say and threads < (os.cpu_count() or 1):
+    if say and threads < usable_cores():
         typer.echo(f"busy machine ({why}): training with {threads} torch thread{'s' * (threads > 1)}", err=True)
     return threads

@@ -43,3 +43,22 @@ def test_beside_a_busy_loop_per_core_a_run_takes_one_thread():
         for process in loops:
             process.kill()
             process.wait()
+
+
+def test_the_load_of_pinned_cores_is_read_from_their_own_lines():
+    stat = "cpu  100 0 0 100 0 0 0 0 0 0\ncpu0 90 0 0 10 0 0 0 0 0 0\ncpu1 10 0 0 90 0 0 0 0 0 0\ncpu2 0 0 0 5 0 0 0 0 0 0\n"
+    assert cpu_jiffies(stat, [1]) == (10, 100)
+    assert cpu_jiffies(stat, [0, 2]) == (90, 105)
+    with pytest.raises(ValueError, match="no line"):
+        cpu_jiffies(stat, [7])
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or (os.cpu_count() or 1) < 2, reason="CPU affinity on 2+ cores")
+def test_a_run_pinned_to_one_core_takes_one_thread_and_measures_that_core():
+    probe = (
+        "import os\nos.sched_setaffinity(0, {0})\n"
+        "from attnlab.ops.threads import chosen_threads, thread_share, usable_cores\n"
+        "threads, why = chosen_threads()\nprint(usable_cores(), thread_share(1), threads, why)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.split()[:3] == ["1", "1", "1"] and out.strip().endswith("of 1 cores busy with other work")
