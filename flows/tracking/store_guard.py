@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from attnlab.flows.tracking import store_schema
 from attnlab.flows.tracking.errors import TrackingUnavailable
 
 if TYPE_CHECKING:
@@ -236,7 +237,9 @@ def _settle(db: Path, artifacts: Path, health: Health) -> None:
         )
     if health.state in ("mid_migration", "behind"):
         for path in (db, *(db.with_name(db.name + suffix) for suffix in ("-journal", "-wal", "-shm"))):
-            path.unlink(missing_ok=True)  # it holds nothing: MLflow builds it afresh
+            path.unlink(missing_ok=True)  # it holds nothing: it is built afresh
+    if health.state != "ok":
+        store_schema.lay_new_database(db)  # else MLflow migrates it: an older store, or no copy could be made
 
 
 def check_writable(folder: Path) -> None:
