@@ -101,7 +101,7 @@ def inspect_db(db: Path) -> Health:
     if leftovers:
         return Health("mid_migration", ", ".join(leftovers), holds)
     missing = sorted(_mlflow_tables() - tables)
-    if revisions != [_head_revision()] or missing:
+    if revisions != [store_schema.head_revision()] or missing:
         return Health("behind", f"revision {revisions or 'none'}, missing tables {missing or 'none'}", holds)
     return Health("ok")
 
@@ -135,12 +135,6 @@ def _mlflow_tables() -> set[str]:
     from mlflow.store.db.base_sql_model import Base
 
     return set(Base.metadata.tables)
-
-
-def _head_revision() -> str:
-    from mlflow.store.db.utils import _get_latest_schema_revision
-
-    return str(_get_latest_schema_revision())
 
 
 def _has_artifacts(artifacts: Path) -> bool:

@@ -13,6 +13,7 @@ it does for a store it built itself.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import shutil
@@ -25,7 +26,9 @@ from attnlab.data.cache import cache_root
 log = logging.getLogger("attnlab.tracking")
 
 
-def _head_revision() -> str:
+@functools.cache
+def head_revision() -> str:
+    """MLflow's schema head revision (alembic reads its ~70 revision files to find it: once a process)."""
     from mlflow.store.db.utils import _get_latest_schema_revision
 
     return str(_get_latest_schema_revision())
@@ -35,7 +38,7 @@ def schema_path() -> Path:
     """Where this MLflow version's migrated empty database is kept."""
     import mlflow
 
-    return cache_root() / "mlflow-schema" / f"mlflow-{mlflow.__version__}-{_head_revision()}.db"
+    return cache_root() / "mlflow-schema" / f"mlflow-{mlflow.__version__}-{head_revision()}.db"
 
 
 def is_sound(path: Path) -> bool:
@@ -44,7 +47,7 @@ def is_sound(path: Path) -> bool:
         with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
             if conn.execute("PRAGMA quick_check").fetchone()[0] != "ok":
                 return False
-            return [row[0] for row in conn.execute("SELECT version_num FROM alembic_version")] == [_head_revision()]
+            return [row[0] for row in conn.execute("SELECT version_num FROM alembic_version")] == [head_revision()]
     except sqlite3.Error:
         return False
 
