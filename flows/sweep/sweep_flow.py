@@ -20,6 +20,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import PrefectFuture
 
 from attnlab.evaluation.compare import Grid, grid_configs
+from attnlab.flows.run import model_steps
 from attnlab.flows.run.flow_runs import ending_status, interrupt_alone, is_interrupt
 from attnlab.flows.services import prefect_watch
 from attnlab.flows.sweep import sweep_parent
@@ -33,6 +34,7 @@ from attnlab.flows.tracking.sweep_reruns import child_runs, end_child, settle_ch
 from attnlab.flows.tracking.sweep_resume import job_keys, record_finished, reused_outcomes
 from attnlab.lab.config import ExperimentConfig
 from attnlab.lab.names import experiment_name
+from attnlab.ops.promotion import BENCHMARK_SIZE
 from attnlab.ops.sweep_attempts import stopped_sweep_line
 from mlflow import MlflowClient
 
@@ -123,6 +125,19 @@ def _submitter(
     return submit
 
 
+def _draw_benchmarks(configs: list[ExperimentConfig], experiment: str) -> dict[str, tuple[str, list[str]] | None]:
+    """Each registered model's benchmark, drawn now if it has none (from its first config, as its
+    first promotion would): registered model name -> its digest and keys. A run registered there
+    leaves those examples out of its data, so every run of the sweep must see the same benchmark:
+    drawn by the first promotion instead, the runs that started before it would test on other
+    splits than the runs after it, and their arms could not be paired."""
+    firsts = {config.registered_model(): config for config in configs}
+    with tempfile.TemporaryDirectory(prefix="attnlab-benchmark-") as folder:
+        for config in firsts.values():
+            model_steps.prepare_benchmark(config, experiment, BENCHMARK_SIZE, Path(folder))
+    return {name: model_steps.benchmark_keys(config) for name, config in firsts.items()}
+
+
 @flow(name="attnlab-sweep", description="Train every combination of plugins and seeds; compare them in one MLflow parent run.")
 def sweep_flow(
     base: ExperimentConfig,
@@ -160,7 +175,7 @@ def sweep_flow(
     workdir = Path(tempfile.mkdtemp(prefix="attnlab-sweep-"))
     todo = list(range(len(jobs)))
     try:
-        shown = shared_inputs(configs)
+        shown = shared_inputs(configs, _draw_benchmarks(configs, experiment) if register_models else None)
         reused = reused_outcomes(client, experiment, jobs) if resume else {}
         sweep_parent.note_reused(client, parent_run_id, len(reused), len(jobs))
         todo = [index for index in range(len(jobs)) if index not in reused]

@@ -4,7 +4,7 @@ page."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from attnlab.data.datasets import load_splits
@@ -33,10 +33,15 @@ class SharedInputs:
     references: dict[str, dict[str, list[str]]]
 
 
-def shared_inputs(configs: list[ExperimentConfig]) -> SharedInputs:
-    """The :class:`SharedInputs` of a sweep's ``configs``."""
+def shared_inputs(configs: list[ExperimentConfig], benchmarks: Mapping[str, tuple[str, list[str]] | None] | None = None) -> SharedInputs:
+    """The :class:`SharedInputs` of a sweep's ``configs``. ``benchmarks``: registered model name
+    -> the digest and keys of its benchmark (a registering sweep's runs leave those out of their
+    data, and so does the data the shared inputs come from)."""
     first = {c.task: c for c in configs}
-    data = {config.task: (config.seed, load_splits(dataset(config))) for config in first.values()}
+    benchmarks = benchmarks or {}
+    data = {
+        config.task: (config.seed, load_splits(dataset(config, benchmarks.get(config.registered_model())))) for config in first.values()
+    }
     tasks = {name: build_task(config) for name, config in first.items()}
     picked = {name: pick_probe(splits, _source_length(tasks[name])) for name, (_, splits) in data.items()}
     probes = {name: (probe, gold_alignments(data[name][1].test, [probe[0]], [probe[1]])[0]) for name, (probe, _) in picked.items()}

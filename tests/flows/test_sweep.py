@@ -73,6 +73,7 @@ def check_linked_sweep(store: Path, summary: dict) -> None:
         for c in children
         if c.data.tags["scorer"] == other["label"]
     ]
+    assert other["note"] is None, other
     assert other["seeds"] == [0, 1] and other["items"] == sum(len(json.loads(path.read_text())["data"]) for path in outcomes)
     assert set(other["measures"]) == {"exact_match", "sequence_error_rate", "token_error_rate"}
     assert f"against the best arm ({marks['best']}): paired bootstrap, 1,000 resamples" in summary["text"]
@@ -132,6 +133,10 @@ def test_a_registering_sweep_links_its_runs_and_promotes_by_the_one_rule(capsys,
     assert tags[holder]["promotion.promoted"] == "true"
     benchmark_runs = {t["promotion.benchmark_run_id"] for t in tags.values()}
     assert len(benchmark_runs) == 1  # one benchmark, drawn once, although runs promoted concurrently
+    # Drawn before any run started: each run's data leaves it out, so all runs of a seed share one
+    # test split (a benchmark drawn by the first promotion would change the later runs' splits).
+    drawn = client.get_run(benchmark_runs.pop()).info.start_time
+    assert all(drawn < child.info.start_time for child in children)
 
 
 EXPLODING = """
