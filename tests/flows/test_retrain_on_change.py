@@ -25,8 +25,9 @@ NAME = "attnlab-pairs-words"
 
 @pytest.fixture(scope="module")
 def ticks(tmp_path_factory, prefect_harness):
-    """(store, the file, the ticks' results: first, unchanged, after the file grew, with a test
-    split too small for the benchmark)."""
+    """(store, the file, the ticks' results: first, unchanged, after the file grew (a challenger
+    that loses: the margin), unchanged since that loss, with a test split too small for the
+    benchmark)."""
     root = tmp_path_factory.mktemp("retrain-on-change")
     path = root / "words.csv"
     path.write_text(spelled_words(300))
@@ -38,9 +39,10 @@ def ticks(tmp_path_factory, prefect_harness):
         first = retrain_flow(config, benchmark_size=60)
         unchanged = retrain_flow(config)
         path.write_text(spelled_words(500))
-        grown = retrain_flow(config, retrain_always=True)
+        grown = retrain_flow(config, margin=0.99)
+        after_loss = retrain_flow(config)
         small = retrain_flow(config.model_copy(update={"test_size": 20}), retrain_always=True, return_state=True)
-    return store, path, (first, unchanged, grown, small)
+    return store, path, (first, unchanged, grown, after_loss, small)
 
 
 def logged_splits(client, run_id: str) -> pd.DataFrame:
@@ -53,7 +55,7 @@ def logged_splits(client, run_id: str) -> pd.DataFrame:
 
 @pytest.mark.slow
 def test_an_unchanged_file_ends_the_tick_without_training(ticks):
-    store, _, (first, unchanged, _, _) = ticks
+    store, _, (first, unchanged, *_) = ticks
     assert first["decision"]["promoted"] and "skipped" not in first
     assert unchanged["skipped"].startswith("data unchanged: the champion (version 1) was trained on this data")
     client = client_for(store)
@@ -66,13 +68,14 @@ def test_an_unchanged_file_ends_the_tick_without_training(ticks):
 
 @pytest.mark.slow
 def test_a_grown_file_is_trained_on_and_judged_on_the_fixed_benchmark_which_never_trains(ticks):
-    store, path, (first, _, grown, _) = ticks
+    store, path, (first, _, grown, *_) = ticks
     assert "skipped" not in grown
     client = client_for(store)
     assert client.get_experiment_by_name(NAME) is not None  # the file's own experiment and model
     versions = {str(v.version): v for v in client.search_model_versions(f"name='{NAME}'")}
     assert sorted(versions) == ["1", "2"]
     assert versions["2"].tags["promotion.command"] == "retrain" and "promotion.reason" in versions["2"].tags
+    assert grown["decision"]["promoted"] is False  # the margin: no challenger wins
     assert grown["benchmark"]["run_id"] == first["benchmark"]["run_id"]  # the benchmark stays fixed
     trained_on = client.get_run(grown["challenger"]["run_id"]).data.tags["attnlab.data_version"]
     assert trained_on == hashlib.sha256(path.read_bytes()).hexdigest()
@@ -81,6 +84,15 @@ def test_a_grown_file_is_trained_on_and_judged_on_the_fixed_benchmark_which_neve
     splits = logged_splits(client, grown["challenger"]["run_id"])
     assert not sources & set(splits[splits["split"] != "test"]["source"])  # the new words shift the hash order
     assert sources <= set(splits[splits["split"] == "test"]["source"]) and grown["benchmark_overlap"] == 0.0
+
+
+@pytest.mark.slow
+def test_a_tick_on_the_data_of_a_challenger_that_lost_does_not_train_it_again(ticks):
+    store, _, (*_, grown, after_loss, _) = ticks
+    lost = grown["run_id"]
+    assert after_loss["skipped"].startswith(f"data unchanged: the last retrain (run {lost[:8]}, not promoted)")
+    client = client_for(store)
+    assert sorted(int(v.version) for v in client.search_model_versions(f"name='{NAME}'")) == [1, 2]  # nothing registered
 
 
 @pytest.mark.slow
