@@ -42,6 +42,8 @@ FOLDERS = {
     "ATTNLAB_MLFLOW_DIR": "mlflow",
     "ATTNLAB_CACHE_DIR": "cache",
     "MPLCONFIGDIR": "matplotlib",
+    # Scratch folders too: a run that a fault test kills with SIGKILL cannot remove its own.
+    "TMPDIR": "tmp",
 }
 #: Threads that wait for work sleep instead of spinning (OpenMP's passive policy, read when torch
 #: loads): the run's xdist workers and the commands they start each take torch's default of one
@@ -81,6 +83,8 @@ def isolate() -> Path:
         os.environ[name] = str(own / folder)
     os.environ.update(THREAD_SETTINGS)
     (own / FOLDERS["HOME"]).mkdir(parents=True, exist_ok=True)
+    (own / FOLDERS["TMPDIR"]).mkdir(exist_ok=True)
+    tempfile.tempdir = None  # found again from TMPDIR at its next use
     return own
 
 

@@ -34,6 +34,7 @@ def homes() -> dict[str, str]:
         "the MLflow store": str(resolve_store().folder),
         "attnlab's cache": str(cache_root()),
         "matplotlib's settings": matplotlib.get_configdir(),
+        "scratch folders": tempfile.gettempdir(),
     }
 
 
@@ -45,7 +46,7 @@ def outside_the_run(homes: dict[str, str]) -> dict[str, str]:
 
 
 def test_the_run_folder_is_a_fresh_temporary_folder():
-    assert ROOT.parent == Path(tempfile.gettempdir()) and ROOT.name.startswith("attnlab-tests-")
+    assert ROOT.name.startswith("attnlab-tests-") and Path(tempfile.gettempdir()).is_relative_to(ROOT)
 
 
 def test_the_homes_of_a_test_are_in_the_run_folder():
