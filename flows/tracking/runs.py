@@ -176,6 +176,28 @@ def source_file_input(task: Task) -> list[DatasetInput]:
     return inputs
 
 
+def log_inputs(client: MlflowClient, run_id: str, inputs: list[DatasetInput], tries: int = 3) -> None:
+    """``client.log_inputs``, again when it lost a race to create the same dataset. MLflow's store
+    looks for an experiment's dataset (name, digest) and inserts it when absent, in two steps: the
+    runs of a sweep that share a seed log the same splits, and two of them at once can both find
+    none, so that the second insert fails on the datasets' unique key (the whole call rolled
+    back). Logged again, it finds the dataset the first one made and links it to the run."""
+    for attempt in range(1, tries + 1):
+        try:
+            client.log_inputs(run_id, datasets=inputs)
+            return
+        except MlflowException as exc:
+            if attempt == tries or not lost_dataset_race(exc):
+                raise
+
+
+def lost_dataset_race(exc: MlflowException) -> bool:
+    """True for the unique-key error of a dataset created at once by another run (SQLite's
+    "UNIQUE constraint failed: datasets...", PostgreSQL's and MySQL's duplicate-key wording)."""
+    text = str(exc).lower()
+    return "datasets" in text and ("unique constraint" in text or "duplicate" in text)
+
+
 def log_dataset(client: MlflowClient, run_id: str, config: ExperimentConfig, splits: Splits, shared_with: str | None = None) -> None:
     """Each split as an MLflow dataset input (name, digest, schema, profile) and all of them as
     ``data/splits.csv``.
@@ -200,7 +222,7 @@ def log_dataset(client: MlflowClient, run_id: str, config: ExperimentConfig, spl
 
     task = build_task(config)
     inputs.extend(source_file_input(task))
-    client.log_inputs(run_id, datasets=inputs)
+    log_inputs(client, run_id, inputs)
     version, said = task.data_version(), task.data_summary()
     if version is not None:  # what a scheduled retrain compares (attnlab.ops.data_change)
         client.set_tag(run_id, DATA_VERSION_TAG, version)
