@@ -28,8 +28,8 @@ from attnlab.evaluation.example_records import Gold, attention_record, heatmap_t
 from attnlab.evaluation.metrics import Evaluation, evaluate, with_references
 from attnlab.flows.run import epoch_hooks
 from attnlab.flows.services import prefect_watch
+from attnlab.flows.tracking import run_data, store
 from attnlab.flows.tracking import runs as tracking
-from attnlab.flows.tracking import store
 from attnlab.flows.tracking.errors import TrackingLost
 from attnlab.flows.tracking.step_log import StepLog
 from attnlab.lab.config import ExperimentConfig
@@ -124,7 +124,7 @@ def dataset(config: ExperimentConfig, benchmark: tuple[str, list[str]] | None = 
 
 @task(name="log-dataset", **LOGGING)
 def log_dataset(run_id: str, config: ExperimentConfig, data: Path, shared_with: str | None = None) -> None:
-    tracking.log_dataset(MlflowClient(), run_id, config, load_splits(data), shared_with)
+    run_data.log_dataset(MlflowClient(), run_id, config, load_splits(data), shared_with)
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,7 @@ def train_flow(
     champion on the registered model's benchmark (``benchmark_size`` examples drawn by the first
     promotion) and gives it the alias when it wins by more than ``margin``. ``parent_run_id``
     makes the run a child of that MLflow run, which then holds its data splits (once per distinct
-    data set, see :func:`attnlab.flows.tracking.runs.log_dataset`). ``probe`` is a ``[source, target]``
+    data set, see :func:`attnlab.flows.tracking.run_data.log_dataset`). ``probe`` is a ``[source, target]``
     pair plotted first, its attention returned as ``probe``; ``probe_gold`` its gold alignment, for
     a probe that is not in this run's test split (a sweep draws one probe from one seed's data).
     ``compare`` are sources whose explorer examples (:func:`attnlab.viz.explorer_data.model_views`) the

@@ -1,48 +1,40 @@
 """What one attnlab run writes to MLflow: its experiment, params and tags, config files, per-epoch
-metrics, datasets, test metrics and tables, artifact folders, and how it ends; who owns a run
+metrics, test metrics and tables, artifact folders, and how it ends; who owns a run
 (host, process, heartbeat) and ending the runs whose owner is gone; a lost tracking server.
 
 Plain functions over an explicit ``run_id`` and :class:`~mlflow.MlflowClient`, never the fluent
 "active run": MLflow's active run is per thread, so these work from any Prefect task runner.
-Where the store is: :mod:`attnlab.flows.tracking.store`; models and the registry:
+Its data (splits and source files as datasets): :mod:`attnlab.flows.tracking.run_data`. Where
+the store is: :mod:`attnlab.flows.tracking.store`; models and the registry:
 :mod:`attnlab.flows.tracking.registry`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import logging
 import math
 import os
 import time
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, Run, RunStatus, RunTag
+from mlflow.entities import Metric, Param, Run, RunStatus, RunTag
 from mlflow.exceptions import MlflowException
 
 from attnlab.data.examples import sample_predictions
-from attnlab.data.splits import Splits
 from attnlab.evaluation.metrics import Evaluation
 from attnlab.evaluation.significance import OUTCOME_COLUMNS, OUTCOMES_ARTIFACT
 from attnlab.flows.tracking.mlflow_ui import experiment_tags
 from attnlab.flows.tracking.store import Store, already_exists
 from attnlab.lab.config import ExperimentConfig
 from attnlab.lab.run_records import (
-    DATA_SUMMARY_TAG,
-    DATA_VERSION_TAG,
     ENDED_BY_TAG,
     EPOCH_TAG,
     ERROR_TAG,
     MODEL_NAME_TAG,
-    SPLITS_TAG,
 )
 from attnlab.ops import stale_runs
 from attnlab.ops.threads import thread_params
-from attnlab.plugins import Task
-from attnlab.training.progress import PROGRESS_LOGGER
 from mlflow import MlflowClient
 
 #: Per-epoch metrics from the training callback -> their MLflow names.
@@ -155,88 +147,6 @@ def log_curve(client: MlflowClient, run_id: str, points: list[dict[str, float]])
     ]
     if batch:
         client.log_batch(run_id, metrics=batch)
-
-
-def splits_frame(splits: Splits) -> pd.DataFrame:
-    """All examples with their split: columns split, source, target."""
-    rows = [(name, ex.source, ex.target) for name, examples in splits.items() for ex in examples]
-    return pd.DataFrame(rows, columns=["split", "source", "target"])
-
-
-def source_file_input(task: Task) -> list[DatasetInput]:
-    """The files a task read its data from (the pairs task's ``files``: split -> (path, sha256))
-    as MLflow dataset inputs named by the file and carrying its sha256 (context ``source`` for the
-    training file, ``<split> source`` for a held-out split's); none for a task without files."""
-    files: dict[str, tuple[str, str]] = getattr(task, "files", None) or {}
-    inputs = []
-    for split, (path, digest) in files.items():
-        dataset = Dataset(name=Path(path).name, digest=digest[:36], source_type="local", source=json.dumps({"uri": Path(path).as_uri()}))
-        context = "source" if split == "train" else f"{split} source"
-        inputs.append(DatasetInput(dataset, [InputTag("mlflow.data.context", context)]))
-    return inputs
-
-
-def log_inputs(client: MlflowClient, run_id: str, inputs: list[DatasetInput], tries: int = 3) -> None:
-    """``client.log_inputs``, again when it lost a race to create the same dataset. MLflow's store
-    looks for an experiment's dataset (name, digest) and inserts it when absent, in two steps: the
-    runs of a sweep that share a seed log the same splits, and two of them at once can both find
-    none, so that the second insert fails on the datasets' unique key (the whole call rolled
-    back). Logged again, it finds the dataset the first one made and links it to the run."""
-    for attempt in range(1, tries + 1):
-        try:
-            client.log_inputs(run_id, datasets=inputs)
-            return
-        except MlflowException as exc:
-            if attempt == tries or not lost_dataset_race(exc):
-                raise
-
-
-def lost_dataset_race(exc: MlflowException) -> bool:
-    """True for the unique-key error of a dataset created at once by another run (SQLite's
-    "UNIQUE constraint failed: datasets...", PostgreSQL's and MySQL's duplicate-key wording)."""
-    text = str(exc).lower()
-    return "datasets" in text and ("unique constraint" in text or "duplicate" in text)
-
-
-def log_dataset(client: MlflowClient, run_id: str, config: ExperimentConfig, splits: Splits, shared_with: str | None = None) -> None:
-    """Each split as an MLflow dataset input (name, digest, schema, profile) and all of them as
-    ``data/splits.csv``.
-
-    ``shared_with``: a sweep's parent run, whose runs share their data (one data set per seed for
-    every combination). The CSV then goes to that run once per distinct content, as
-    ``data/<sha256 prefix>/splits.csv``, and the run's tag :data:`SPLITS_TAG` names it
-    (``runs:/<parent>/data/<digest>/splits.csv``)."""
-    from mlflow.data.pandas_dataset import from_pandas  # what mlflow.data.from_pandas names
-
-    frame = splits_frame(splits)
-    inputs = []
-    for split, part in frame.groupby("split", sort=False):
-        dataset = from_pandas(
-            part[["source", "target"]].reset_index(drop=True),
-            name=f"{config.task}-{split}-seed{config.seed}",
-            targets="target",
-        )
-        # MlflowClient.log_inputs takes entities (mlflow.log_input would need the active run).
-        inputs.append(DatasetInput(Dataset(**dataset.to_dict()), [InputTag("mlflow.data.context", split)]))
-    from attnlab.model.assembly import build_task
-
-    task = build_task(config)
-    inputs.extend(source_file_input(task))
-    log_inputs(client, run_id, inputs)
-    version, said = task.data_version(), task.data_summary()
-    if version is not None:  # what a scheduled retrain compares (attnlab.ops.data_change)
-        client.set_tag(run_id, DATA_VERSION_TAG, version)
-    if said is not None:
-        client.set_tag(run_id, DATA_SUMMARY_TAG, said)
-        logging.getLogger(PROGRESS_LOGGER).info("data: %s", said)
-    text = frame.to_csv(index=False)
-    if shared_with is None:
-        client.log_text(run_id, text, "data/splits.csv")
-        return
-    folder = f"data/{hashlib.sha256(text.encode()).hexdigest()[:16]}"
-    if not any(item.path == f"{folder}/splits.csv" for item in client.list_artifacts(shared_with, folder)):
-        client.log_text(shared_with, text, f"{folder}/splits.csv")  # two runs racing write the same bytes
-    client.set_tag(run_id, SPLITS_TAG, f"runs:/{shared_with}/{folder}/splits.csv")
 
 
 def evaluation_metrics(evaluation: Evaluation) -> dict[str, float]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from mlflow.exceptions import MlflowException
 
-from attnlab.flows.tracking.runs import log_inputs, lost_dataset_race
+from attnlab.flows.tracking.run_data import log_inputs, lost_dataset_race
 
 #: What a sweep run got from the embedded store when another run inserted the dataset first.
 SQLITE_RACE = (
