@@ -58,11 +58,14 @@ def benchmark_keys(config: ExperimentConfig) -> tuple[str, list[str]] | None:
     client = MlflowClient()
     with tempfile.TemporaryDirectory(prefix="attnlab-benchmark-") as folder:
         found = load_benchmark(client, config.registered_model(), Path(folder))
-        if found is None:
-            return None
-        examples = found.read().examples
+        return None if found is None else excluded_keys(found, config)
+
+
+def excluded_keys(benchmark: Benchmark, config: ExperimentConfig) -> tuple[str, list[str]]:
+    """The digest and the sorted keys (by the task's :meth:`~attnlab.plugins.Task.key`) of
+    ``benchmark``'s examples, read from its local copy: what a run of ``config`` leaves out."""
     key = build_task(config).key
-    return found.sha256, sorted({key(example) for example in examples})
+    return benchmark.sha256, sorted({key(example) for example in benchmark.read().examples})
 
 
 @task(name="benchmark-overlap", **LOGGING)

@@ -125,7 +125,7 @@ def _submitter(
     return submit
 
 
-def _draw_benchmarks(configs: list[ExperimentConfig], experiment: str) -> dict[str, tuple[str, list[str]] | None]:
+def _draw_benchmarks(configs: list[ExperimentConfig], experiment: str) -> dict[str, tuple[str, list[str]]]:
     """Each registered model's benchmark, drawn now if it has none (from its first config, as its
     first promotion would): registered model name -> its digest and keys. A run registered there
     leaves those examples out of its data, so every run of the sweep must see the same benchmark:
@@ -133,9 +133,10 @@ def _draw_benchmarks(configs: list[ExperimentConfig], experiment: str) -> dict[s
     splits than the runs after it, and their arms could not be paired."""
     firsts = {config.registered_model(): config for config in configs}
     with tempfile.TemporaryDirectory(prefix="attnlab-benchmark-") as folder:
-        for config in firsts.values():
-            model_steps.prepare_benchmark(config, experiment, BENCHMARK_SIZE, Path(folder))
-    return {name: model_steps.benchmark_keys(config) for name, config in firsts.items()}
+        return {
+            name: model_steps.excluded_keys(model_steps.prepare_benchmark(config, experiment, BENCHMARK_SIZE, Path(folder)), config)
+            for name, config in firsts.items()
+        }
 
 
 @flow(name="attnlab-sweep", description="Train every combination of plugins and seeds; compare them in one MLflow parent run.")
