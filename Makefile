@@ -33,7 +33,7 @@ ui: setup
 # The whole suite (what CI runs): 4 workers, as many tests wait on servers and subprocesses; a
 # test file stays on one worker, so its module fixtures (a trained model, a server) are built once.
 test: setup
-	PYTHONUNBUFFERED=1 $(VENV)/bin/python -m pytest -n 4 --dist loadfile
+	PYTHONUNBUFFERED=1 $(VENV)/bin/python -m pytest -n 4 --dist loadfile --no-loadscope-reorder
 
 # The edit loop: unit tests only (no Prefect, no MLflow, no training beyond a few steps);
 # tests/flows is not even collected.

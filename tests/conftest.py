@@ -23,15 +23,27 @@ def _seed() -> None:
     torch.manual_seed(42)
 
 
-#: The longest test files, longest first (their total time in a run of the whole suite): xdist
-#: hands out one file at a time to the next free worker, so starting them first keeps one of
-#: them from being the last file running alone at the end.
+@pytest.fixture(autouse=True)
+def _one_torch_thread() -> None:
+    """Tests that train in the test process use one torch thread, as the commands they start
+    choose for themselves on a machine the other workers keep busy (attnlab.ops.threads). The
+    tests' models are tiny: two threads meeting after every small operation cost more than they
+    gave (tests/components/test_train.py and test_evaluate.py: 30 CPU-s on two threads, 23 on one,
+    on 2 quiet cores). Each test starts so, also after a command run in-process chose its own."""
+    torch.set_num_threads(1)
+
+
+#: The longest test files, longest first (their total time in a run of the whole suite on 2 cores):
+#: xdist hands out one file at a time to the next free worker, so starting them first keeps one of
+#: them from being the last file running alone at the end. Only with `--no-loadscope-reorder` (as
+#: `make test` runs): by default xdist sorts the files by their number of tests instead, which
+#: sent these few-test files last.
 LONGEST_FIRST = (
-    "flows/test_sweep.py", "flows/test_schedule.py", "flows/test_train_flow.py", "flows/test_cli.py",
-    "flows/test_store_integrity.py", "flows/test_server_faults.py", "flows/test_sweep_faults.py", "flows/test_retrain.py",
-    "flows/test_midrun_faults.py", "flows/test_prefect_server.py", "flows/test_cluster.py", "flows/test_predict_inputs.py",
-    "flows/test_runs_cli.py", "flows/test_mlflow_ui.py", "components/test_train.py", "components/test_evaluate.py",
-    "plugins/test_third_party_plugin.py", "plugins/test_recurrence.py",
+    "flows/test_sweep_faults.py", "flows/test_midrun_faults.py", "flows/test_schedule.py", "flows/test_server_faults.py",
+    "flows/test_sweep.py", "flows/test_prefect_server.py", "flows/test_store_integrity.py", "flows/test_train_flow.py",
+    "flows/test_cli.py", "flows/test_own_model.py", "flows/test_tune.py", "flows/test_retrain.py",
+    "flows/test_data_cache_faults.py", "flows/test_train_resume.py", "flows/test_cluster.py", "flows/test_runs_cli.py",
+    "flows/test_mlflow_ui.py", "components/test_train.py",
 )  # fmt: skip
 
 

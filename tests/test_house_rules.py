@@ -48,3 +48,16 @@ def test_every_core_package_is_type_checked():
     for package in sorted(p.parent for p in (ROOT / "components").glob("*/__init__.py")):
         assert linked.get(package.name) == package.resolve(), f"typecheck/attnlab/{package.name} -> {package} is missing"
     assert linked.get("plugins") == (ROOT / "plugins").resolve()
+
+
+def test_the_files_started_first_exist_and_make_test_keeps_their_order():
+    """A renamed test file would silently fall back to xdist's order; xdist's reordering by test
+    count would undo LONGEST_FIRST."""
+    (assignment,) = [
+        node for node in ast.parse((ROOT / "tests" / "conftest.py").read_text()).body
+        if isinstance(node, ast.Assign) and [getattr(target, "id", None) for target in node.targets] == ["LONGEST_FIRST"]
+    ]  # fmt: skip
+    first = ast.literal_eval(assignment.value)
+    assert first and [name for name in first if not (ROOT / "tests" / name).is_file()] == []
+    test_recipe = (ROOT / "Makefile").read_text().split("\ntest:", 1)[1].split("\n\n", 1)[0]
+    assert "--dist loadfile --no-loadscope-reorder" in test_recipe
