@@ -25,11 +25,11 @@ def _seed() -> None:
 
 @pytest.fixture(autouse=True)
 def _one_torch_thread() -> None:
-    """Tests that train in the test process use one torch thread, as the commands they start
-    choose for themselves on a machine the other workers keep busy (attnlab.ops.threads). The
-    tests' models are tiny: two threads meeting after every small operation cost more than they
-    gave (tests/components/test_train.py and test_evaluate.py: 30 CPU-s on two threads, 23 on one,
-    on 2 quiet cores). Each test starts so, also after a command run in-process chose its own."""
+    """Each test starts on one torch thread, also after a command run in-process chose its own:
+    what the commands the tests start choose for themselves on a machine the other workers keep
+    busy (attnlab.ops.threads). The tests' models are tiny: two threads meeting after every small
+    operation cost more than they gave (tests/components/test_train.py and test_evaluate.py: 30
+    CPU-s on two threads, 23 on one, on 2 quiet cores)."""
     torch.set_num_threads(1)
 
 
