@@ -28,7 +28,8 @@ COLUMNS = {
 
 
 def study_runs(client: MlflowClient, experiment: str) -> pd.DataFrame:
-    """One row per configuration and seed: combination, seed, the metrics of :data:`COLUMNS`, parameters."""
+    """One row per configuration and seed: combination, seed, the metrics of :data:`COLUMNS`,
+    parameters, and the run's id and params (a dict)."""
     found = client.get_experiment_by_name(experiment)
     if found is None:
         raise SystemExit(f"no experiment {experiment!r} in {client.tracking_uri}")
@@ -43,6 +44,7 @@ def study_runs(client: MlflowClient, experiment: str) -> pd.DataFrame:
         row = {"combination": f"{tags['scorer']} ({tags['encoder']}/{tags['decoder']})", "seed": int(run.data.params["seed"])}
         row.update({name: metrics.get(metric, float("nan")) * scale for name, (metric, scale) in COLUMNS.items()})
         row["parameters"] = metrics.get("parameters", float("nan"))
+        row.update(run_id=run_id, params=dict(run.data.params))
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -11,10 +11,14 @@ A space file::
     objective: val_exact_match        # or val_loss (see attnlab.tuning.trials.OBJECTIVES)
     pruner: median                    # median, hyperband, threshold or none; or {name: median, ...}
     sampler_seed: 0
+    baseline: true                    # the first trial trains the config's own values (default false)
 
 A key is a config field or ``GROUP.NAME``, option NAME of the chosen scorer, encoder or decoder.
 What fixes a trial's arm, data and budget cannot be searched (:data:`FIXED`): every trial of a
 study trains the same arm on the same data for the same epochs, so trials and arms compare.
+With ``baseline: true`` the study's first trial trains the base config's own value of every
+searched key (:func:`baseline_values`), so the best trial is never worse, at the trials' budget,
+than the config the tune started from; each value must lie in its dimension.
 A range of a config field takes the field's type (a float field's range is a float range);
 elsewhere both bounds ints make an int range. Every mistake is a :class:`~attnlab.lab.errors.UserError`
 of one line naming the key.
@@ -52,7 +56,7 @@ FIXED = {
     ),
 }
 #: The keys of a space file besides ``space``.
-FILE_KEYS = ("space", "objective", "pruner", "sampler_seed")
+FILE_KEYS = ("space", "objective", "pruner", "sampler_seed", "baseline")
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,10 @@ class Range:
     def extremes(self) -> list[Any]:
         return [self.low, self.high]
 
+    def holds(self, value: Any) -> bool:
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        return number and self.low <= value <= self.high and (not self.integer or value == int(value))
+
     def describe(self) -> str:
         kind = "int" if self.integer else "float"
         return f"{kind} [{self.low:g}, {self.high:g}]" + (" log" if self.log else "") + (f" step {self.step:g}" if self.step else "")
@@ -82,6 +90,9 @@ class Choice:
 
     def extremes(self) -> list[Any]:
         return list(self.values)
+
+    def holds(self, value: Any) -> bool:
+        return any(value == choice and isinstance(value, bool) == isinstance(choice, bool) for choice in self.values)
 
     def describe(self) -> str:
         return "one of " + ", ".join(map(str, self.values))
@@ -98,15 +109,18 @@ class Space:
     objective: str = "val_exact_match"
     pruner: dict[str, Any] | None = None
     sampler_seed: int = 0
+    baseline: bool = False
 
     def as_dict(self) -> dict[str, Any]:
-        """The space as JSON-ready data (it names the study; see :func:`attnlab.tuning.trials.study_name`)."""
-        return {
+        """The space as JSON-ready data (it names the study; see :func:`attnlab.tuning.trials.study_name`;
+        ``baseline`` only when set, so that the studies of earlier spaces keep their names)."""
+        data = {
             "space": {key: dim.describe() for key, dim in self.dimensions.items()},
             "objective": self.objective,
             "pruner": self.pruner,
             "sampler_seed": self.sampler_seed,
         }
+        return {**data, "baseline": True} if self.baseline else data
 
 
 def parse_space(data: Any, where: str = "the search space") -> Space:
@@ -126,8 +140,11 @@ def parse_space(data: Any, where: str = "the search space") -> Space:
     seed = data.get("sampler_seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise UserError(f"{where}: sampler_seed {seed!r}: give an integer")
+    baseline = data.get("baseline", False)
+    if not isinstance(baseline, bool):
+        raise UserError(f"{where}: baseline {baseline!r}: give true (the first trial trains the config's own values) or false")
     dimensions = {str(key): parse_dimension(str(key), value) for key, value in data["space"].items()}
-    return Space(dimensions, objective, parse_pruner(data.get("pruner", "median"), where), seed)
+    return Space(dimensions, objective, parse_pruner(data.get("pruner", "median"), where), seed, baseline)
 
 
 def check_key(key: str) -> None:
@@ -235,6 +252,32 @@ def apply_values(base: ExperimentConfig, values: Mapping[str, Any]) -> Experimen
         return ExperimentConfig.model_validate(data)
     except ValidationError as exc:
         raise UserError(validation_message(exc, {})) from None
+
+
+def baseline_values(space: Space, base: ExperimentConfig) -> dict[str, Any]:
+    """The base config's own value of every searched key (``GROUP.NAME``: the option as the config
+    sets it): the values of a study's baseline trial. UserError naming the key when the config
+    leaves it to the plugins' defaults (an unset option, a field left None), or when a value lies
+    outside its dimension."""
+    values = {}
+    for key, dim in space.dimensions.items():
+        group, dot, name = key.partition(".")
+        options = getattr(base, f"{group}_options") if dot else {}
+        if dot and name not in options:
+            raise UserError(
+                f"baseline: the config does not set {key} (the plugin's default applies); set it with -o {key}=VALUE, or drop baseline: true"
+            )
+        value = options[name] if dot else getattr(base, key)
+        if value is None:
+            raise UserError(
+                f"baseline: the config does not set {key} (each plugin's own applies); set it with -o {key}=VALUE, or drop baseline: true"
+            )
+        if not dim.holds(value):
+            raise UserError(
+                f"baseline: the config's {key} {value!r} is outside the space ({dim.describe()}); widen it, or drop baseline: true"
+            )
+        values[key] = value
+    return values
 
 
 def extreme_values(space: Space) -> list[dict[str, Any]]:

@@ -34,6 +34,8 @@ PRUNERS: dict[str, dict[str, Any]] = {
 INTERRUPTED = "interrupted"
 #: Trial states that have ended (Optuna's names).
 ENDED = ("COMPLETE", "PRUNED", "FAIL")
+#: The user attribute of a study's baseline trial (the base config's own values).
+BASELINE_ATTR = "attnlab.baseline"
 
 
 class Pruned(Exception):
@@ -102,6 +104,14 @@ def trials_left(total: int, records: Sequence[TrialRecord], running: int = 0) ->
     return max(0, total - sum(counts(r) for r in records) - running)
 
 
+def needs_baseline(records: Sequence[TrialRecord], total: int) -> bool:
+    """Whether a study whose space asks for a baseline trial should queue it now: no baseline
+    trial has counted or waits to run, and the budget of ``total`` trials is not yet spent (a
+    baseline trial ended by an interruption is queued again)."""
+    held = any(r.attrs.get(BASELINE_ATTR) and (counts(r) or r.state in ("RUNNING", "WAITING")) for r in records)
+    return not held and trials_left(total, records) > 0
+
+
 def sampler_seed(seed: int, records: Sequence[TrialRecord]) -> int:
     """The sampler's seed for a run of the study: ``seed`` shifted by the trials it holds, so a
     resumed study does not draw its first trials' random values again."""
@@ -136,7 +146,7 @@ def trial_rows(records: Sequence[TrialRecord], runs: Mapping[int, str]) -> list[
     and what ended it when it did not complete), in number order."""
     rows = []
     for record in sorted(records, key=lambda r: r.number):
-        note = record.attrs.get("attnlab.outcome") or ""
+        note = record.attrs.get("attnlab.outcome") or ("baseline" if record.attrs.get(BASELINE_ATTR) else "")
         rows.append({"trial": record.number, "state": record.state, "value": record.value, "seconds": record.seconds,
                      "run_id": runs.get(record.number), **{f"param {k}": v for k, v in record.params.items()}, "note": note})  # fmt: skip
     return rows

@@ -119,15 +119,18 @@ def read_space(path: Path) -> tuple[Space, dict[str, Any]]:
 
 
 def check_candidates(base: ExperimentConfig, space: Space) -> None:
-    """Check the base config as ``attnlab train`` does, then each candidate's extremes
+    """Check the base config as ``attnlab train`` does (and, for a baseline trial, that its values
+    lie in the space), then each candidate's extremes
     (:func:`attnlab.tuning.space.extreme_values`): valid configs the plugins accept; UserError
     naming the candidate for the first problem."""
     from attnlab.model.assembly import build_model, build_task
     from attnlab.plugins import PluginError
     from attnlab.training.preflight import check_config
-    from attnlab.tuning.space import apply_values, describe_values, extreme_values
+    from attnlab.tuning.space import apply_values, baseline_values, describe_values, extreme_values
 
     check_config(base, err_line)
+    if space.baseline:
+        baseline_values(space, base)
     task = build_task(base)
     for values in extreme_values(space):
         try:

@@ -3,6 +3,7 @@ the study's MLflow parent run) on the sweep's task runners, pruned on its valida
 parent ends up holding the trials table, Optuna's history and importance plots and the best
 config (``best/config.yaml``, which ``attnlab train --config`` and ``attnlab sweep --config`` take).
 
+With ``baseline: true`` in the space, the first trial trains the base config's own values.
 The study is stored with the lab's store (:mod:`attnlab.flows.tune.tune_study`): the same command run
 again resumes it, its parent run reopened, and trains only the trials the budget still lacks.
 A stopped tune (Ctrl-C, SIGTERM) ends its trials' runs KILLED, their Optuna trials FAIL as
@@ -25,7 +26,8 @@ from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking import store, tune_runs
 from attnlab.flows.tune import tune_jobs, tune_results, tune_study
 from attnlab.lab.config import ExperimentConfig
-from attnlab.tuning.space import parse_space
+from attnlab.tuning.space import baseline_values, parse_space
+from attnlab.tuning.trials import BASELINE_ATTR, needs_baseline
 from mlflow import MlflowClient
 
 
@@ -84,6 +86,8 @@ def tune_flow(
     stale = tune_study.end_interrupted(study)  # left RUNNING by a tune that was stopped
     if stale:
         tune_runs.end_running_trials(client, parent_run_id, "KILLED", "the tune that ran this trial was stopped", set(stale))
+    if searched.baseline and needs_baseline(tune_study.records(study), trials):
+        study.enqueue_trial(baseline_values(searched, base), user_attrs={BASELINE_ATTR: True})  # the next trial asked for
     tune_jobs.STOP.clear()
 
     def submit(trial: optuna.trial.Trial, config: ExperimentConfig) -> PrefectFuture[dict[str, Any]]:

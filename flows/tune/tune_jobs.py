@@ -24,7 +24,7 @@ from attnlab.flows.tracking import tune_runs
 from attnlab.flows.tune import tune_study
 from attnlab.lab.config import ExperimentConfig
 from attnlab.tuning.space import Space, apply_values
-from attnlab.tuning.trials import INTERRUPTED, Pruned, trial_value, trials_left
+from attnlab.tuning.trials import BASELINE_ATTR, INTERRUPTED, Pruned, trial_value, trials_left
 from mlflow import MlflowClient
 
 #: One line per finished trial goes to this logger.
@@ -71,11 +71,12 @@ def tell(study: optuna.Study, trial: optuna.trial.Trial, future: PrefectFuture[d
     """Tell the study how ``trial`` (its ``future``) ended, and log a line; False when it does
     not count (its worker was lost)."""
     number = trial.number
+    name = f"trial {number}" + (" (baseline)" if trial.user_attrs.get(BASELINE_ATTR) else "")
     try:
         summary = future.result()
     except Pruned as exc:
         study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-        progress.info("trial %d: PRUNED (%s)", number, exc)
+        progress.info("%s: PRUNED (%s)", name, exc)
         return True
     except Exception as exc:  # noqa: BLE001  one trial's failure is told, the study goes on
         lost = lost_worker(exc)
@@ -83,7 +84,7 @@ def tell(study: optuna.Study, trial: optuna.trial.Trial, future: PrefectFuture[d
         trial.set_user_attr(tune_study.OUTCOME_ATTR, why)
         study.tell(trial, state=optuna.trial.TrialState.FAIL)
         tune_runs.end_running_trials(MlflowClient(), parent_run_id, "FAILED", why, {number})  # a dead worker's run
-        progress.info("trial %d: FAILED: %s", number, "its worker was lost; another trial takes its place" if lost else why)
+        progress.info("%s: FAILED: %s", name, "its worker was lost; another trial takes its place" if lost else why)
         return not lost
     value = trial_value(objective, summary["selection"])
     if not math.isfinite(value):
@@ -92,5 +93,5 @@ def tell(study: optuna.Study, trial: optuna.trial.Trial, future: PrefectFuture[d
     else:
         study.tell(trial, value)
     shown = ", ".join(f"{key}={value:.4g}" if isinstance(value, float) else f"{key}={value}" for key, value in trial.params.items())
-    progress.info("trial %d: %s %.4f (%s), run %s", number, objective, value, shown, summary["run_id"])
+    progress.info("%s: %s %.4f (%s), run %s", name, objective, value, shown, summary["run_id"])
     return True

@@ -3,11 +3,13 @@ checked before a study starts."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from attnlab.lab.config import ExperimentConfig
 from attnlab.lab.errors import UserError
-from attnlab.tuning.space import Choice, Range, apply_values, extreme_values, parse_space
+from attnlab.tuning.space import Choice, Range, apply_values, baseline_values, extreme_values, parse_space
 
 GOOD = {
     "space": {
@@ -91,3 +93,35 @@ def test_the_extremes_are_each_dimension_alone_then_all_low_and_all_high():
         {"lr_schedule": "constant"}, {"lr_schedule": "cosine"}, {"lr_schedule": "inverse_sqrt"},
         {"learning_rate": 0.001, "lr_schedule": "constant"}, {"learning_rate": 0.01, "lr_schedule": "inverse_sqrt"},
     ]  # fmt: skip
+
+
+def test_a_baseline_trial_takes_the_configs_own_values_each_inside_its_dimension():
+    space = parse_space({**GOOD, "baseline": True})
+    base = ExperimentConfig(scorer="multihead", scorer_options={"heads": 2}, learning_rate=0.002, hidden_size=32, lr_schedule="cosine",
+                          dropout=0.0)  # fmt: skip
+    assert space.baseline and baseline_values(space, base) == {
+        "learning_rate": 0.002, "hidden_size": 32, "dropout": 0.0, "lr_schedule": "cosine", "scorer.heads": 2,
+    }  # fmt: skip
+    for config, needle in [
+        (
+            base.model_copy(update={"learning_rate": 0.05}),
+            "the config's learning_rate 0.05 is outside the space (float [0.0001, 0.01] log)",
+        ),
+        (
+            base.model_copy(update={"lr_schedule": "inverse_sqrt"}),
+            "lr_schedule 'inverse_sqrt' is outside the space (one of constant, cosine)",
+        ),
+        (base.model_copy(update={"scorer_options": {}}), "the config does not set scorer.heads"),
+        (base.model_copy(update={"dropout": None}), "the config does not set dropout (each plugin's own applies)"),
+        (base.model_copy(update={"scorer_options": {"heads": True}}), "scorer.heads True is outside the space"),  # not the choice 1
+    ]:
+        with pytest.raises(UserError, match=re.escape(needle)):
+            baseline_values(space, config)
+
+
+def test_baseline_is_true_or_false_and_names_a_study_only_when_set():
+    with pytest.raises(UserError, match="baseline 'yes': give true"):
+        parse_space({**GOOD, "baseline": "yes"})
+    plain = parse_space(GOOD)
+    assert not plain.baseline and "baseline" not in plain.as_dict()  # the studies of earlier spaces keep their names
+    assert parse_space({**GOOD, "baseline": True}).as_dict() == {**plain.as_dict(), "baseline": True}

@@ -6,11 +6,13 @@ import pytest
 
 from attnlab.lab.errors import UserError
 from attnlab.tuning.trials import (
+    BASELINE_ATTR,
     INTERRUPTED,
     TrialRecord,
     best_trial,
     counts,
     format_trials,
+    needs_baseline,
     parse_duration,
     sampler_seed,
     study_name,
@@ -70,3 +72,15 @@ def test_the_trials_table_marks_the_best_and_says_why_a_trial_did_not_complete()
     assert lines[0].split() == ["trial", "state", "val_exact_match", "s", "learning_rate", "run"]
     assert lines[2].startswith("1 *") and "abcdef01" in lines[2]
     assert "FAIL (interrupted)" in lines[5]
+
+
+def test_a_baseline_trial_is_queued_once_again_after_an_interruption_and_not_past_the_budget():
+    baseline = {BASELINE_ATTR: True}
+    assert needs_baseline([], 3)
+    for state in ("COMPLETE", "PRUNED", "RUNNING", "WAITING"):
+        assert not needs_baseline([TrialRecord(0, state, None, {}, baseline)], 3), state
+    assert needs_baseline([TrialRecord(0, "FAIL", None, {}, {**baseline, "attnlab.outcome": INTERRUPTED})], 3)  # cut: queued again
+    assert not needs_baseline([TrialRecord(0, "FAIL", None, {}, {**baseline, "attnlab.outcome": "ValueError: x"})], 3)  # it counted
+    assert needs_baseline(TRIALS, 8) and not needs_baseline(TRIALS, 6)  # TRIALS count 6: no room left
+    rows = trial_rows([TrialRecord(0, "COMPLETE", 0.5, {"learning_rate": 0.001}, baseline)], {})
+    assert rows[0]["note"] == "baseline" and "COMPLETE (baseline)" in format_trials(rows, "val_exact_match", None)

@@ -50,13 +50,18 @@ def children_of(client, parent_run_id: str) -> list:
 
 @pytest.mark.slow
 def test_a_tiny_tune_logs_its_trials_as_child_runs_and_its_best_config_trains(capsys, empty_store, tmp_path):
+    """With ``baseline: true`` its first trial trains the config's own values."""
     best_file = tmp_path / "best.yaml"
-    code, out, err = attnlab(capsys, "tune", "--space", str(space_file(tmp_path)), "--trials", "3", *ARM, "--runner", "thread",
-                             "--max-parallel", "2", "--save-best", str(best_file), "--json")  # fmt: skip
+    space = space_file(tmp_path, SPACE + "baseline: true\n")
+    code, out, err = attnlab(capsys, "tune", "--space", str(space), "--trials", "3", *ARM, "-o", "learning_rate=0.004", "-o", "hidden_size=32",
+                             "--runner", "thread", "--max-parallel", "2", "--save-best", str(best_file), "--json")  # fmt: skip
     assert code == 0, err
-    assert "Traceback" not in err and err.count("trial ") >= 3
+    assert "Traceback" not in err and err.count("trial ") >= 3 and "trial 0 (baseline): val_exact_match " in err
     summary = json.loads(out)
     assert summary["counted"] == 3 and [row["state"] for row in summary["trials"]] == ["COMPLETE"] * 3
+    baseline = summary["trials"][0]
+    assert baseline["note"] == "baseline" and [row["note"] for row in summary["trials"][1:]] == ["", ""]
+    assert (baseline["param learning_rate"], baseline["param hidden_size"], baseline["param lr_schedule"]) == (0.004, 32, "constant")
     assert summary["storage"] == f"sqlite:///{empty_store / 'optuna.db'}" and summary["study"].startswith("tune-reverse-dot-gru-rnn-")
     client = client_for(empty_store)
     parent = client.get_run(summary["parent_run_id"])
@@ -194,6 +199,11 @@ def test_ctrl_c_ends_every_trial_and_leaves_nothing_running(empty_store, tmp_pat
         ("space:\n  scorer.heads: [2, 3]\n", ["--scorer", "multihead", "--hidden-size", "16"], ["search space at scorer.heads=3", "heads"]),
         ("space:\n  scorer.width: [2, 4]\n", [], ["search space at scorer.width=2", "unknown option", "width"]),
         ("space:\n  dropout: {low: 0.0, high: 1.5}\n", [], ["search space at dropout=1.5", "bad value 1.5 for dropout"]),
+        (
+            "space:\n  learning_rate: [0.001, 0.01]\nbaseline: true\n",
+            [],
+            ["baseline: the config's learning_rate 0.005 is outside the space"],
+        ),
         ("space:\n  dropout: [0.1]\n", ["--trials", "0"], ["--trials 0: give at least 1"]),
         ("space:\n  dropout: [0.1]\n", ["--timeout", "soon"], ["--timeout 'soon'"]),
     ],
