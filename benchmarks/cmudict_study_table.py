@@ -27,13 +27,25 @@ COLUMNS = {
 }
 
 
-def study_runs(client: MlflowClient, experiment: str) -> pd.DataFrame:
-    """One row per configuration and seed: combination, seed, the metrics of :data:`COLUMNS`,
-    parameters, and the run's id and params (a dict)."""
+def experiment_id(client: MlflowClient, experiment: str) -> str:
+    """The id of the experiment named ``experiment``; exits naming it when the store has none."""
     found = client.get_experiment_by_name(experiment)
     if found is None:
         raise SystemExit(f"no experiment {experiment!r} in {client.tracking_uri}")
-    runs = client.search_runs([found.experiment_id], f"attributes.status = 'FINISHED' and tags.`{RUN_KEY}` LIKE '%'", max_results=50000)
+    return found.experiment_id
+
+
+def combination(tags: dict[str, str]) -> str:
+    """A run's combination as the tables name it: ``additive (bigru/rnn)``."""
+    return f"{tags['scorer']} ({tags['encoder']}/{tags['decoder']})"
+
+
+def study_runs(client: MlflowClient, experiment: str) -> pd.DataFrame:
+    """One row per configuration and seed: combination, seed, the metrics of :data:`COLUMNS`,
+    parameters, and the run's id and params (a dict)."""
+    runs = client.search_runs(
+        [experiment_id(client, experiment)], f"attributes.status = 'FINISHED' and tags.`{RUN_KEY}` LIKE '%'", max_results=50000
+    )
     by_id = {run.info.run_id: run for run in runs}
     keys = sorted({run.data.tags[RUN_KEY] for run in runs})
     latest = reusable(keys, [FinishedRun(r.info.run_id, r.data.tags[RUN_KEY], r.info.end_time or 0) for r in runs])
@@ -41,7 +53,7 @@ def study_runs(client: MlflowClient, experiment: str) -> pd.DataFrame:
     for run_id in latest.values():
         run = by_id[run_id]
         tags, metrics = run.data.tags, run.data.metrics
-        row = {"combination": f"{tags['scorer']} ({tags['encoder']}/{tags['decoder']})", "seed": int(run.data.params["seed"])}
+        row = {"combination": combination(tags), "seed": int(run.data.params["seed"])}
         row.update({name: metrics.get(metric, float("nan")) * scale for name, (metric, scale) in COLUMNS.items()})
         row["parameters"] = metrics.get("parameters", float("nan"))
         row.update(run_id=run_id, params=dict(run.data.params))

@@ -26,7 +26,7 @@ import pandas as pd
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))  # the study's own scripts beside this one
 
-from cmudict_study_table import study_runs  # noqa: E402
+from cmudict_study_table import combination, experiment_id, study_runs  # noqa: E402
 from cmudict_tuned_study import ranking  # noqa: E402
 
 from attnlab.flows.tracking.store import use_store  # noqa: E402
@@ -75,16 +75,13 @@ def beside(untuned: pd.DataFrame, tuned: pd.DataFrame) -> str:
 def trials(client: MlflowClient, experiment: str) -> str:
     """Each arm's trials (one column per trial number, trial 0 the baseline): the validation exact
     match of the weights each kept, the best in bold; one row per arm, the best first."""
-    found = client.get_experiment_by_name(experiment)
-    if found is None:
-        raise SystemExit(f"no experiment {experiment!r} in {client.tracking_uri}")
-    runs = client.search_runs([found.experiment_id], "tags.`attnlab.tune.trial` LIKE '%'", max_results=50000)
+    runs = client.search_runs([experiment_id(client, experiment)], "tags.`attnlab.tune.trial` LIKE '%'", max_results=50000)
     scores: dict[str, dict[int, float]] = {}
     for run in runs:
         tags = run.data.tags
         value = run.data.metrics.get("selected_val_exact_match")
         if run.info.status == "FINISHED" and value is not None:
-            scores.setdefault(f"{tags['scorer']} ({tags['encoder']}/{tags['decoder']})", {})[int(tags["attnlab.tune.trial"])] = value
+            scores.setdefault(combination(tags), {})[int(tags["attnlab.tune.trial"])] = value
     numbers = sorted({n for arm in scores.values() for n in arm})
     lines = ["| arm | " + " | ".join("0 (baseline)" if n == 0 else str(n) for n in numbers) + " |", "|---" * (len(numbers) + 1) + "|"]
     for arm, values in sorted(scores.items(), key=lambda item: -max(item[1].values())):
