@@ -101,6 +101,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def run() -> None:
     """Console-script entry point."""
+    from attnlab.ops.collector import collect_less_often
+
+    collect_less_often()
     code = main()
     sys.stdout.flush()
     sys.stderr.flush()

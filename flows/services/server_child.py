@@ -16,6 +16,8 @@ import sys
 import threading
 import time
 
+from attnlab.ops.collector import collect_less_often
+
 GRACE_SECONDS = 10.0
 
 
@@ -34,6 +36,7 @@ def end_when_orphaned(parent: int) -> None:
 
 def main(argv: list[str]) -> None:
     parent, module, *args = argv
+    collect_less_often()
     threading.Thread(target=end_when_orphaned, args=(int(parent),), name="parent-watch", daemon=True).start()
     sys.argv = [module, *args]
     runpy.run_module(module, run_name="__main__", alter_sys=True)

@@ -17,6 +17,8 @@ from typing import Any
 
 from prefect.task_runners import ProcessPoolTaskRunner
 
+from attnlab.ops.collector import collect_less_often
+
 
 class SeparatePools(Executor):
     """An executor of worker processes that each live in a ``ProcessPoolExecutor`` of their own
@@ -65,7 +67,12 @@ class SeparatePools(Executor):
 
 class SeparateWorkersTaskRunner(ProcessPoolTaskRunner):
     """Prefect's process-pool runner (spawned workers, contexts, events and logs forwarded to
-    this process) over :class:`SeparatePools`: a lost worker fails only the task it held."""
+    this process) over :class:`SeparatePools`: a lost worker fails only the task it held. Each
+    worker collects garbage at attnlab's pace (:mod:`attnlab.ops.collector`) before its task
+    imports torch, MLflow and the run's steps."""
+
+    def __init__(self, max_workers: int | None = None) -> None:
+        super().__init__(max_workers=max_workers, initializer=collect_less_often)
 
     def __enter__(self) -> SeparateWorkersTaskRunner:
         super().__enter__()
