@@ -22,6 +22,15 @@ ROOT_VARIABLE = "ATTNLAB_TEST_ROOT"
 STARTUP_TIMEOUT = 600
 #: Starts tried when the server exits before answering (its port taken meanwhile).
 STARTS = 3
+#: ``python -c`` this, then a module and its arguments: ``python -m`` that module, collecting
+#: garbage at the pace of the servers attnlab starts (attnlab.ops.collector).
+AT_ATTNLABS_PACE = (
+    "import runpy, sys\n"
+    "from attnlab.ops.collector import collect_less_often\n"
+    "collect_less_often()\n"
+    "sys.argv = sys.argv[1:]\n"
+    "runpy.run_module(sys.argv[0], run_name='__main__', alter_sys=True)"
+)
 
 
 def _folder() -> Path:
@@ -45,7 +54,9 @@ def _start(folder: Path) -> tuple[str, int]:
     for attempt in range(1, STARTS + 1):
         port = _free_port()
         url = f"http://127.0.0.1:{port}/api"
-        server = Server("Prefect", [sys.executable, "-m", *uvicorn_command(port)], f"{url}/health", folder / "server.log", env).start()
+        server = Server(
+            "Prefect", [sys.executable, "-c", AT_ATTNLABS_PACE, *uvicorn_command(port)], f"{url}/health", folder / "server.log", env
+        ).start()
         try:
             wait_healthy([server], timeout=STARTUP_TIMEOUT)
         except ServerTimeout:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from _testrun import pytest_configure, pytest_unconfigure  # noqa: F401
 
 # isort: split
+import gc
 import logging
 import os
 import subprocess
@@ -16,6 +17,13 @@ from pathlib import Path
 
 import pytest
 import torch
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collection imported (torch, Prefect, MLflow, the test modules) lives until the worker
+    exits: frozen, later full collections skip it."""
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture(autouse=True)
