@@ -107,11 +107,17 @@ def assert_one_line_error(err: str, *needles: str) -> None:
 
 
 class Burners:
-    """A busy loop per core: every core saturated before the command adds its own load. A loop
-    ends by itself once the process that started it is gone."""
+    """Every core saturated before the command adds its own load: a busy loop per core that the
+    machine's other work leaves idle, measured over a second (2 on a quiet machine of 2 cores;
+    none while the suite's other workers keep both busy, when more loops would only slow the
+    suite). A loop ends by itself once the process that started it is gone."""
 
     def __enter__(self):
-        count = os.cpu_count() or 1
+        from attnlab.ops.threads import busy_cores, usable_cores
+
+        cores = usable_cores()
+        busy = busy_cores(cores, seconds=1.0)
+        count = cores if busy is None else max(0, round(cores - busy))
         loop = [sys.executable, "-c", f"import os\nwhile os.getppid() == {os.getpid()}: pass"]
         self.processes = [subprocess.Popen(loop) for _ in range(count)]
         return self

@@ -152,16 +152,18 @@ def test_a_disk_filled_mid_run_ends_in_one_line_and_the_next_command_ends_the_ru
 
 
 @pytest.mark.slow
-def test_the_artifacts_folder_deleted_mid_run_ends_in_one_line_and_the_champion_stays(tmp_path):
+def test_the_artifacts_folder_deleted_mid_run_ends_in_one_line_and_the_champion_stays(capsys, learned_store, tmp_path, monkeypatch):
+    from _flowkit import point_at
     from prefect.settings import get_current_settings
+    from test_store_integrity import attnlab
 
     from attnlab.flows.tracking.registry import CHAMPION
 
     store, cache = tmp_path / "mlflow", tmp_path / "cache"
+    shutil.copytree(learned_store[0], store, symlinks=True)  # a store with a champion
+    point_at(store, monkeypatch)
+    assert attnlab(capsys, "store", "relocate")[0] == 0
     env = {"PREFECT_API_URL": str(get_current_settings().api.url)}
-    first = Train(store, cache, ["--epochs", "1", "--train-size", "300", "--hidden-size", "16", "--embedding-dim", "8",
-                                 "-o", "validation_size=30", "-o", "test_size=30"], env=env)  # fmt: skip
-    assert first.wait(timeout=600) == 0, first.stderr
     champion = client_for(store).get_registered_model("attnlab-date").aliases[CHAMPION]
 
     train = Train(store, cache, LONG, env=env)

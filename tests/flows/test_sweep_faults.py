@@ -112,8 +112,10 @@ def test_a_terminated_sweep_ends_every_run_killed_and_leaves_no_worker(empty_sto
 
     import psutil
 
-    long_sweep = ["sweep", "--task", "reverse", "--scorer", "dot,additive", "--epochs", "50", "--train-size", "3000",
-                  "-o", "validation_size=50", "-o", "test_size=50"]  # fmt: skip
+    # Small epochs, many of them: both runs are training when the signal comes, however fast the machine.
+    long_sweep = ["sweep", "--task", "reverse", "--scorer", "dot,additive", "--epochs", "500", "--train-size", "600",
+                  "--hidden-size", "16", "-o", "embedding_dim=8", "-o", "validation_size=30", "-o", "test_size=30",
+                  "-o", "target_exact_match=null"]  # fmt: skip
     process = subprocess.Popen(
         [sys.executable, "-m", "attnlab.flows.cli.app", *long_sweep],
         env={**os.environ, "ATTNLAB_MLFLOW_DIR": str(empty_store)},
@@ -123,7 +125,7 @@ def test_a_terminated_sweep_ends_every_run_killed_and_leaves_no_worker(empty_sto
         # Wait for the event (both runs have logged an epoch), however slow the machine; a sweep
         # that ends first fails the test with what it said.
         while process.poll() is None:
-            time.sleep(2)
+            time.sleep(0.5)
             if _runs_with_an_epoch(empty_store / "mlflow.db") == 2:
                 break
         else:
