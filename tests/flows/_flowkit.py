@@ -63,12 +63,16 @@ def point_at(store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def run_flow(store_dir: Path, **config) -> dict:
-    """Run the train flow against ``store_dir``; its summary."""
+    """Run the train flow against ``store_dir``, checked first as the command and the Python API
+    check it (a new store is laid from the migrated schema copy, not migrated: 0.9 CPU-s); its
+    summary."""
     from attnlab.flows.run.train_flow import train_flow
+    from attnlab.flows.tracking.store import check_store, resolve_store
     from attnlab.lab.config import ExperimentConfig
 
     with pytest.MonkeyPatch.context() as patch:
         point_at(store_dir, patch)
+        check_store(resolve_store())
         return train_flow(ExperimentConfig(**config))
 
 
