@@ -3,9 +3,9 @@
 Importing torch, prefect and mlflow creates about a million objects that live as long as the
 process. At Python's default pace (a young-generation collection every 700 allocations, the
 oldest generation scanned again each time it has grown by a quarter) the collector walks that heap
-over and over while the imports run: a tiny ``attnlab train`` spent 1.8 of its 11.8 CPU-s in it,
-2,045 collections. Starting 20,000 allocations apart, the same run made 64 collections and
-spent 0.7 s (``benchmarks/collector_pace.py`` measures it). Everything that is garbage is still
+over and over while the imports run: a one-epoch ``attnlab train`` of 200 examples spent 1.9 of
+its 13.9 CPU-s in 2,037 collections; 20,000 allocations apart, 0.6 of 11.4 in 101
+(``benchmarks/bench_collector_pace.py`` measures it). Everything that is garbage is still
 found; only later, by a young generation of at most 20,000 objects.
 
 :func:`collect_less_often` is called first thing by the processes attnlab starts itself (the
