@@ -91,6 +91,11 @@ def trials(client: MlflowClient, experiment: str) -> str:
     return "\n".join(lines)
 
 
+def seed_runs(tuned: pd.DataFrame) -> dict[str, dict[int, str]]:
+    """Combination -> seed -> run id of the tuned runs (:func:`cmudict_study_table.study_runs`'s rows)."""
+    return {arm: dict(zip(group["seed"], group["run_id"], strict=True)) for arm, group in tuned.groupby("combination")}
+
+
 def ranking_arms(arms: dict[str, dict[int, str]]) -> dict[str, dict[int, str]]:
     """``arms`` (combination -> seed -> run id) labelled as the study's driver labels them
     (``additive/bigru/rnn``), the input of :func:`cmudict_tuned_study.ranking`."""
@@ -110,11 +115,10 @@ def main() -> None:
     use_store()
     tuned = study_runs(MlflowClient(), args.experiment)
     print(beside(untuned, tuned))
-    arms = {arm: dict(zip(group["seed"], group["run_id"], strict=True)) for arm, group in tuned.groupby("combination")}
     print()
     print(trials(MlflowClient(), args.trials_experiment))
     print()
-    print(ranking(ranking_arms(arms)))
+    print(ranking(ranking_arms(seed_runs(tuned))))
 
 
 if __name__ == "__main__":

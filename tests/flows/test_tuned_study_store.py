@@ -50,7 +50,10 @@ def test_the_tuned_study_store_gives_the_published_tables(capsys, tmp_path, monk
     tuned = table.study_runs(client, "cmudict-tuned")
     assert len(tuned) == 21 and sorted(tuned.groupby("combination").size()) == [3] * 7
     page = (ROOT / "docs" / "cmudict-tuned-study.md").read_text()
-    arms = {arm: dict(zip(group["seed"], group["run_id"], strict=True)) for arm, group in tuned.groupby("combination")}
-    for made in (table.beside(untuned, tuned), table.trials(client, "cmudict-tuned-trials"), table.ranking(table.ranking_arms(arms))):
+    for made in (
+        table.beside(untuned, tuned),
+        table.trials(client, "cmudict-tuned-trials"),
+        table.ranking(table.ranking_arms(table.seed_runs(tuned))),
+    ):
         for row in made.splitlines():
             assert row in page, f"docs/cmudict-tuned-study.md lacks the store's row {row!r}"
