@@ -4,11 +4,14 @@ rows of the predictions table."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from attnlab.data.splits import Splits
 from attnlab.plugins import Example
+
+if TYPE_CHECKING:  # type-only: reading runs' tables needs no torch
+    from attnlab.data.splits import Splits
 
 #: Rows of the sample-predictions table (wrong ones first).
 SAMPLE_ROWS = 200

@@ -49,6 +49,8 @@ SWEEP_TAG = "attnlab.sweep"
 RETRAIN_SKIPPED_TAG = "attnlab.retrain.skipped"
 #: The champion's run (``true``; moved with the alias), a column of the MLflow UI's saved view.
 CHAMPION_TAG = "attnlab.champion"
+#: Tag of a champion version that a promotion could not load, with why (``attnlab runs`` shows it).
+UNUSABLE_TAG = "attnlab.unusable"
 
 # --------------------------------------------------------------------------- shown in tables
 

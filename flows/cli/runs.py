@@ -93,10 +93,9 @@ def champion_runs(client: MlflowClient, records: list[dict[str, Any]]) -> dict[s
     """The run ids of the model versions holding the champion alias of the registered models of
     ``records`` (tag ``attnlab.model_name``; ``attnlab-<task>`` for a run logged before it),
     each with why its model cannot be loaded (as the last promotion found it), or None."""
-    from attnlab.flows.tracking.promote import UNUSABLE_TAG
     from attnlab.flows.tracking.registry import champion_version
     from attnlab.lab.names import model_name
-    from attnlab.lab.run_records import MODEL_NAME_TAG
+    from attnlab.lab.run_records import MODEL_NAME_TAG, UNUSABLE_TAG
 
     names = {r["tags"].get(MODEL_NAME_TAG) or model_name(r["tags"]["task"]) for r in records if r["tags"].get("task")}
     holders = (champion_version(client, name) for name in sorted(names))

@@ -29,6 +29,7 @@ from attnlab.flows.tracking.benchmark_store import Benchmark
 from attnlab.flows.tracking.champion_tag import move_champion_tag
 from attnlab.flows.tracking.errors import ModelUnusable
 from attnlab.lab.config import ExperimentConfig
+from attnlab.lab.run_records import UNUSABLE_TAG
 from attnlab.ops.promotion import Decision, decide, keep_unusable_champion
 from mlflow import MlflowClient
 
@@ -37,8 +38,6 @@ if TYPE_CHECKING:  # torch comes with it
 
 #: Prefix of the decision tags.
 TAG = "promotion."
-#: Tag of a champion version that a promotion could not load, with why (``attnlab runs`` shows it).
-UNUSABLE_TAG = "attnlab.unusable"
 
 #: A factory of the lock to hold while the champion is read, scored and replaced.
 Lock = Callable[[], AbstractContextManager[Any]]

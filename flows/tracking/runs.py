@@ -16,13 +16,12 @@ import math
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlflow.entities import Metric, Param, Run, RunStatus, RunTag
 from mlflow.exceptions import MlflowException
 
 from attnlab.data.examples import sample_predictions
-from attnlab.evaluation.metrics import Evaluation
 from attnlab.evaluation.significance import OUTCOME_COLUMNS, OUTCOMES_ARTIFACT
 from attnlab.flows.tracking.mlflow_ui import experiment_tags
 from attnlab.flows.tracking.store import Store, already_exists
@@ -36,6 +35,9 @@ from attnlab.lab.run_records import (
 from attnlab.ops import stale_runs
 from attnlab.ops.threads import thread_params
 from mlflow import MlflowClient
+
+if TYPE_CHECKING:  # type-only: `attnlab runs --stale` lists and ends runs without torch
+    from attnlab.evaluation.metrics import Evaluation
 
 #: Per-epoch metrics from the training callback -> their MLflow names.
 EPOCH_METRICS = {

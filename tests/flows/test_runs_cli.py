@@ -204,3 +204,20 @@ def test_mistakes_in_the_command_line_import_no_heavy_library():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "[2, 2, 2] []", done.stderr
+
+
+@pytest.mark.slow
+def test_listing_runs_and_stale_runs_loads_no_torch(two_runs):
+    """`attnlab runs` and `attnlab runs --stale` read the store only: a fresh interpreter lists
+    both without importing torch (2 s of a 5 s command)."""
+    store, by_flow, _ = two_runs
+    script = (
+        "import json, sys\n"
+        "from attnlab.flows.cli.app import main\n"
+        "codes = [main(['runs', '--json']), main(['runs', '--stale', '--json'])]\n"
+        "print(json.dumps({'codes': codes, 'torch': 'torch' in sys.modules}), file=sys.stderr)\n"
+    )
+    env = {**os.environ, "ATTNLAB_MLFLOW_DIR": str(store)}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=False)
+    assert json.loads(done.stderr.splitlines()[-1]) == {"codes": [0, 0], "torch": False}, done.stderr[-3000:]
+    assert by_flow["run_id"] in done.stdout
