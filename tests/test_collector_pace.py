@@ -51,8 +51,13 @@ def test_the_server_child_runs_its_server_at_attnlabs_pace(tmp_path: Path):
 
 
 def test_a_sweeps_workers_are_set_to_attnlabs_pace_also_when_prefect_copies_the_runner():
-    from attnlab.flows.sweep.worker_pool import SeparateWorkersTaskRunner
+    from attnlab.flows.sweep.worker_pool import SeparateWorkersTaskRunner, start_worker
 
     runner = SeparateWorkersTaskRunner(max_workers=2)
     for each in (runner, runner.duplicate()):
-        assert each._initializer is collect_less_often and each._max_workers == 2
+        assert each._initializer is start_worker and each._max_workers == 2
+    started = (
+        "import gc, signal\nfrom attnlab.flows.sweep import worker_pool\nworker_pool.start_worker()\n"
+        "assert signal.getsignal(signal.SIGINT) is worker_pool._on_interrupt\nprint(*gc.get_threshold(), sep=',')"
+    )  # and a Ctrl-C handled as test_worker_interrupts.py tests
+    assert pace(run_python("-c", started)) == THRESHOLDS

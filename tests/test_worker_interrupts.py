@@ -55,3 +55,70 @@ def test_other_errors_keep_their_context():
         interrupt_alone(fails)
     assert isinstance(raised.value.__cause__, KeyError)
     assert interrupt_alone(lambda: 7) == 7
+
+
+def test_a_busy_worker_is_interrupted_and_an_idle_one_ends_quietly_on_ctrl_c(monkeypatch):
+    """A Ctrl-C reaches every process of the terminal's group; a second one finds the workers of
+    a sweep or a tune idle, their runs ended by the first. (That the workers start with this
+    handler: test_collector_pace.py.)"""
+    import signal
+
+    from attnlab.flows.sweep import worker_pool
+
+    monkeypatch.setattr(worker_pool, "_busy", True)
+    with pytest.raises(KeyboardInterrupt):
+        worker_pool._on_interrupt(signal.SIGINT, None)
+    monkeypatch.setattr(worker_pool, "_busy", False)
+    with pytest.raises(SystemExit) as ended:  # multiprocessing ends the worker on it, printing nothing
+        worker_pool._on_interrupt(signal.SIGINT, None)
+    assert ended.value.code == 128 + signal.SIGINT
+
+
+def test_an_interrupt_outside_the_task_comes_back_as_an_exception_prefect_takes():
+    """Prefect's result thread in the parent takes only an Exception from a worker; an interrupt
+    that lands while the worker reports its task's state would end that thread in a traceback."""
+    from attnlab.flows.sweep import worker_pool
+
+    def reporting() -> None:
+        assert worker_pool._busy
+        raise KeyboardInterrupt
+
+    try:
+        with pytest.raises(worker_pool.WorkerInterrupted):
+            worker_pool._run_busy(reporting)
+    except KeyboardInterrupt:  # caught here: one left to pytest would stop the whole run
+        pytest.fail("the interrupt came out of the worker's call as it was")
+    assert not worker_pool._busy and worker_pool._run_busy(lambda: 7) == 7
+
+
+def test_a_second_ctrl_c_while_prefects_server_stops_kills_it_without_a_traceback():
+    from attnlab.flows.services.prefect_server import Handle
+
+    class Stopping:
+        """A server process whose graceful stop a second Ctrl-C cuts into."""
+
+        def __init__(self) -> None:
+            self.calls: list[str] = []
+
+        def poll(self) -> None:
+            return None
+
+        def terminate(self) -> None:
+            self.calls.append("terminate")
+
+        def kill(self) -> None:
+            self.calls.append("kill")
+
+        def wait(self, timeout: float | None = None) -> int:
+            self.calls.append("wait")
+            if timeout is not None:
+                raise KeyboardInterrupt
+            return -9
+
+    handle = Handle.__new__(Handle)  # not started: its process is the stand-in
+    handle.process = server = Stopping()  # type: ignore[assignment]
+    try:
+        handle.stop()
+    except KeyboardInterrupt:  # caught here: one left to pytest would stop the whole run
+        pytest.fail("the second Ctrl-C came out of Handle.stop, an atexit traceback at the command's exit")
+    assert server.calls == ["terminate", "wait", "kill", "wait"] and handle.process is None

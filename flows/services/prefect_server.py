@@ -190,7 +190,7 @@ class Handle:
         process.terminate()
         try:
             process.wait(STOP_SECONDS)
-        except subprocess.TimeoutExpired:
+        except (subprocess.TimeoutExpired, KeyboardInterrupt):  # or a second Ctrl-C while it shuts down
             process.kill()
             process.wait()
 

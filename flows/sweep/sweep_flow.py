@@ -22,11 +22,13 @@ from prefect.futures import PrefectFuture
 from attnlab.evaluation.compare import Grid, grid_configs
 from attnlab.flows.run import model_steps
 from attnlab.flows.run.flow_runs import ending_status, interrupt_alone, is_interrupt
+from attnlab.flows.run.run_closing import no_sigint
 from attnlab.flows.services import prefect_watch
 from attnlab.flows.sweep import sweep_parent
 from attnlab.flows.sweep.sweep_inputs import SharedInputs, shared_inputs
 from attnlab.flows.sweep.sweep_jobs import Submit, run_all
 from attnlab.flows.sweep.sweep_significance import log_marks
+from attnlab.flows.sweep.worker_pool import stop_workers
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking import store
 from attnlab.flows.tracking.errors import RunFault
@@ -90,21 +92,6 @@ def train_combination(
     if key is not None:
         record_finished(MlflowClient(), summary["run_id"], key, summary)
     return summary
-
-
-def _stop_workers(grace: float = 5.0) -> None:
-    """Stop the worker processes this process started (a process pool, a local Dask cluster).
-    An interrupt that reached this process alone (SIGTERM, a signal to one pid) would leave them
-    training, and the task runner would wait for them before the flow could end."""
-    import multiprocessing
-
-    children = multiprocessing.active_children()
-    for child in children:
-        child.terminate()
-    for child in children:
-        child.join(grace)
-        if child.is_alive():
-            child.kill()
 
 
 def _submitter(
@@ -191,7 +178,8 @@ def sweep_flow(
             client, parent_run_id, results, shown.shared, shown.data_seeds, len(grid_.seeds), workdir / "attention", shown.references
         )
     except BaseException as exc:
-        told = _abandon(client, parent_run_id, exc, len(todo))
+        with no_sigint():  # a second Ctrl-C must not leave runs RUNNING and workers behind
+            told = _abandon(client, parent_run_id, exc, len(todo))
         if told is None:
             raise
         raise told from exc
@@ -222,7 +210,7 @@ def _abandon(client: MlflowClient, parent_run_id: str, exc: BaseException, total
     place of ``exc`` (RunFault, after a lost Prefect server), or None to raise ``exc``."""
     lost = prefect_watch.lost()
     if is_interrupt(exc) or lost is not None:
-        _stop_workers()
+        stop_workers()
     if lost is None or is_interrupt(exc):
         for run in child_runs(client, parent_run_id, "RUNNING"):
             client.set_terminated(run.info.run_id, "KILLED")

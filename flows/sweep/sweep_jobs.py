@@ -47,7 +47,7 @@ def run_all(submit: Submit, jobs: list[Job], max_parallel: int, parent_run_id: s
     server was lost meanwhile (see the module docstring)."""
     client = MlflowClient()
     pending = list(enumerate(jobs))
-    finished: queue.Queue[PrefectFuture[dict[str, Any]]] = queue.Queue()
+    finished: queue.SimpleQueue[PrefectFuture[dict[str, Any]]] = queue.SimpleQueue()  # its put takes no lock an interrupt can leave held
     running: dict[PrefectFuture[dict[str, Any]], tuple[int, str, ExperimentConfig]] = {}
     outcomes: dict[int, dict[str, Any]] = {}
     report_at, lost_at = time.monotonic() + report_every, None

@@ -6,10 +6,17 @@ out-of-memory killer), it fails every task it holds or has queued and terminates
 workers mid-run. :class:`SeparateWorkersTaskRunner` is that runner over a :class:`SeparatePools`
 executor instead: each worker is a pool of one process, so a worker that dies fails the one run
 it held, the others train on, and the next run starts in a fresh worker.
+
+A Ctrl-C reaches every process of the terminal's group. A worker that holds a task is interrupted
+like the command (its run ends KILLED); an idle one, as a second Ctrl-C finds the workers once
+their runs ended, exits quietly: Python's default prints a traceback of the queue it was reading.
 """
 
 from __future__ import annotations
 
+import atexit
+import multiprocessing
+import signal
 import threading
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -19,6 +26,57 @@ from prefect.task_runners import ProcessPoolTaskRunner
 
 from attnlab.ops.collector import collect_less_often
 
+#: True while this worker process runs a task (see :func:`start_worker`).
+_busy = False
+
+
+class WorkerInterrupted(Exception):
+    """A Ctrl-C reached a worker outside its task's own code."""
+
+
+def start_worker() -> None:
+    """The initializer of every worker process: garbage collected at attnlab's pace
+    (:mod:`attnlab.ops.collector`) before a task imports torch, MLflow and the run's steps; a
+    Ctrl-C interrupts its task, or ends it quietly while it waits for one."""
+    collect_less_often()
+    signal.signal(signal.SIGINT, _on_interrupt)
+
+
+def _on_interrupt(signum: int, frame: Any) -> None:
+    if _busy:
+        raise KeyboardInterrupt
+    raise SystemExit(128 + signum)  # multiprocessing ends the process on it without a traceback
+
+
+def stop_workers(grace: float = 5.0) -> None:
+    """Stop the worker processes this process started (a process pool, a local Dask cluster):
+    SIGTERM, SIGKILL after ``grace`` seconds. An interrupt that reached this process alone
+    (SIGTERM, a signal to one pid) would leave them training, and the task runner would wait for
+    them before the flow could end."""
+    children = multiprocessing.active_children()
+    for child in children:
+        child.terminate()
+    for child in children:
+        child.join(grace)
+        if child.is_alive():
+            child.kill()
+            child.join()
+
+
+def _run_busy(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` in a worker process, marked busy meanwhile."""
+    global _busy
+    _busy = True
+    try:
+        return fn(*args, **kwargs)
+    except KeyboardInterrupt:
+        # Prefect's runner sends back a task's interrupt as its crashed state; one that lands
+        # outside the task (while the worker reports that state) would reach the parent's result
+        # thread, which takes only an Exception and would end printing a traceback.
+        raise WorkerInterrupted("the worker was interrupted while it reported its task's state") from None
+    finally:
+        _busy = False
+
 
 class SeparatePools(Executor):
     """An executor of worker processes that each live in a ``ProcessPoolExecutor`` of their own
@@ -27,6 +85,11 @@ class SeparatePools(Executor):
     submits at most as many tasks as it runs at once, so that is also the number of workers."""
 
     def __init__(self, max_workers: int, mp_context: Any, initializer: Any = None, initargs: tuple[Any, ...] = ()):
+        # At exit, the workers an interrupted sweep or tune could not stop (two Ctrl-Cs at once
+        # cut into its stopping): multiprocessing's exit function, which runs after this one,
+        # would wait for them forever.
+        atexit.unregister(stop_workers)
+        atexit.register(stop_workers)
         self._options = dict(max_workers=1, mp_context=mp_context, initializer=initializer, initargs=initargs)
         self._max_idle = max_workers
         self._idle: list[ProcessPoolExecutor] = []
@@ -40,7 +103,7 @@ class SeparatePools(Executor):
                 raise RuntimeError("cannot schedule new futures after shutdown")
             pool = self._idle.pop() if self._idle else ProcessPoolExecutor(**self._options)
             self._pools.add(pool)
-        future = pool.submit(fn, *args, **kwargs)
+        future = pool.submit(_run_busy, fn, *args, **kwargs)
         future.add_done_callback(lambda done: self._release(pool, done))
         return future
 
@@ -68,11 +131,10 @@ class SeparatePools(Executor):
 class SeparateWorkersTaskRunner(ProcessPoolTaskRunner):
     """Prefect's process-pool runner (spawned workers, contexts, events and logs forwarded to
     this process) over :class:`SeparatePools`: a lost worker fails only the task it held. Each
-    worker collects garbage at attnlab's pace (:mod:`attnlab.ops.collector`) before its task
-    imports torch, MLflow and the run's steps."""
+    worker starts with :func:`start_worker`."""
 
     def __init__(self, max_workers: int | None = None) -> None:
-        super().__init__(max_workers=max_workers, initializer=collect_less_often)
+        super().__init__(max_workers=max_workers, initializer=start_worker)
 
     def __enter__(self) -> SeparateWorkersTaskRunner:
         super().__enter__()

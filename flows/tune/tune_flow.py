@@ -21,6 +21,7 @@ from prefect.futures import PrefectFuture
 
 from attnlab.flows.run import epoch_hooks
 from attnlab.flows.run.flow_runs import ending_status, flow_run_tags, interrupt_alone, is_interrupt
+from attnlab.flows.run.run_closing import no_sigint
 from attnlab.flows.services import prefect_watch
 from attnlab.flows.tracking import runs as tracking
 from attnlab.flows.tracking import store, tune_runs
@@ -101,7 +102,8 @@ def tune_flow(
         started = tune_jobs.run_trials(study, searched, base, trials, timeout, max_parallel, submit, parent_run_id)
         summary = tune_results.finish(client, study, searched, base, parent_run_id)
     except BaseException as exc:
-        _abandon(client, study, parent_run_id, exc)
+        with no_sigint():  # a second Ctrl-C must not leave runs RUNNING and workers behind
+            _abandon(client, study, parent_run_id, exc)
         raise
     tracking.end_run(client, parent_run_id, "FINISHED")
     return {"parent_run_id": parent_run_id, "experiment": experiment, "study": study_name, "storage": tune_study.shown_url(storage_url),
@@ -111,11 +113,11 @@ def tune_flow(
 def _abandon(client: MlflowClient, study: optuna.Study, parent_run_id: str, exc: BaseException) -> None:
     """End a tune that ``exc`` stopped: its workers stopped (an interrupt), its trials' runs
     KILLED and Optuna trials FAIL as interrupted, its parent run KILLED or FAILED."""
-    from attnlab.flows.sweep.sweep_flow import _stop_workers
+    from attnlab.flows.sweep.worker_pool import stop_workers
 
     tune_jobs.STOP.set()
     if is_interrupt(exc):
-        _stop_workers()
+        stop_workers()
     tune_study.end_interrupted(study)
     tune_runs.end_running_trials(client, parent_run_id, "KILLED", f"the tune stopped: {type(exc).__name__}")
     tracking.end_run(client, parent_run_id, ending_status(exc), error=f"{type(exc).__name__}: {exc}")

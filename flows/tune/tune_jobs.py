@@ -45,7 +45,7 @@ def run_trials(study: optuna.Study, space: Space, base: ExperimentConfig, total:
     passed (trials under way then finish); the number of trials started."""
     started, begun = time.monotonic(), 0
     distributions = tune_study.distributions(space)
-    finished: queue.Queue[PrefectFuture[dict[str, Any]]] = queue.Queue()
+    finished: queue.SimpleQueue[PrefectFuture[dict[str, Any]]] = queue.SimpleQueue()  # its put takes no lock an interrupt can leave held
     running: dict[PrefectFuture[dict[str, Any]], optuna.trial.Trial] = {}
     left = trials_left(total, tune_study.records(study))
     while True:
