@@ -52,7 +52,7 @@ def start_parent(client: MlflowClient, experiment: str, base: ExperimentConfig, 
     while name in taken:
         count += 1
         name = f"{base_name} #{count}"
-    tags = {SWEEP_TAG: "parent", **flow_run_tags()}
+    tags = {SWEEP_TAG: "parent", **flow_run_tags(), **tracking.parent_owner_tags()}
     run_id = str(client.create_run(experiment_id, run_name=name, tags=tags).info.run_id)
     params = {f"grid.{dim}": ",".join(grid.values[dim]) for dim in swept}
     params["grid.seeds"] = ",".join(map(str, grid.seeds))

@@ -98,6 +98,12 @@ def run_tags(config: ExperimentConfig) -> dict[str, str]:
     }
 
 
+def parent_owner_tags() -> dict[str, str]:
+    """The owner tags of a sweep's or a tune's parent run: this host and process, no heartbeat
+    (a parent logs no epochs). Its run is found stale once that process is gone."""
+    return {stale_runs.HOST: stale_runs.this_host(), stale_runs.PID: str(os.getpid())}
+
+
 def start_run(client: MlflowClient, experiment_id: str, config: ExperimentConfig, extra_tags: dict[str, str] | None = None) -> str:
     """Create a RUNNING run with the config as params, tags and config.yaml/config.json; its id.
     Tags name its owner (this host and process) and a first heartbeat (see

@@ -49,13 +49,15 @@ def parent_run(
     if known is not None:
         try:
             client.update_run(known, status="RUNNING")
+            for key, value in tracking.parent_owner_tags().items():
+                client.set_tag(known, key, value)
             return known
         except MlflowException as exc:
             if not is_missing(exc):
                 raise
     experiment_id = tracking.ensure_experiment(client, experiment, store.resolve_store())
     name = f"tune {base.scorer}/{base.encoder}/{base.decoder} on {base.task} {time.strftime('%m-%d %H:%M:%S')}"
-    tags = {PARENT_TAG: "parent", STUDY_TAG: study, **tracking.run_tags(base), **flow_tags}
+    tags = {PARENT_TAG: "parent", STUDY_TAG: study, **tracking.run_tags(base), **flow_tags, **tracking.parent_owner_tags()}
     run_id = str(client.create_run(experiment_id, run_name=name, tags=tags).info.run_id)
     searched = space.as_dict()
     params = {**tracking.config_params(base), **{f"space.{k}": v for k, v in searched["space"].items()}}

@@ -50,6 +50,7 @@ def check_linked_sweep(store: Path, summary: dict) -> None:
     assert summary["failed"] == 0 and summary["run_count"] == 4 and summary["combinations"] == 2
     client, parent, children = _runs(store, summary["parent_run_id"])
     assert parent.info.status == "FINISHED" and parent.data.tags["attnlab.sweep"] == "parent"
+    assert {"attnlab.host", "attnlab.pid"} <= set(parent.data.tags)  # its owner: found stale if that process dies
     assert parent.data.params["grid.scorer"] == "dot,additive" and parent.data.params["grid.seeds"] == "0,1"
     assert len(children) == 4 and {c.info.status for c in children} == {"FINISHED"}
     assert sorted((c.data.tags["scorer"], c.data.params["seed"]) for c in children) == [

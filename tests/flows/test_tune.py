@@ -66,6 +66,7 @@ def test_a_tiny_tune_logs_its_trials_as_child_runs_and_its_best_config_trains(ca
     client = client_for(empty_store)
     parent = client.get_run(summary["parent_run_id"])
     assert parent.info.status == "FINISHED" and parent.data.tags["attnlab.tune"] == "parent"
+    assert parent.data.tags["attnlab.pid"] == str(os.getpid())  # its owner: found stale if that process dies
     assert parent.data.params["space.learning_rate"] == "float [0.001, 0.02] log" and parent.data.params["epochs"] == "2"
     children = children_of(client, summary["parent_run_id"])
     assert sorted(int(c.data.tags["attnlab.tune.trial"]) for c in children) == [0, 1, 2]
