@@ -178,8 +178,7 @@ def sweep_flow(
             client, parent_run_id, results, shown.shared, shown.data_seeds, len(grid_.seeds), workdir / "attention", shown.references
         )
     except BaseException as exc:
-        with no_sigint():  # a second Ctrl-C must not leave runs RUNNING and workers behind
-            told = _abandon(client, parent_run_id, exc, len(todo))
+        told = _abandon(client, parent_run_id, exc, len(todo))
         if told is None:
             raise
         raise told from exc
@@ -207,21 +206,23 @@ def _abandon(client: MlflowClient, parent_run_id: str, exc: BaseException, total
     """End a sweep of ``total`` runs to train that ``exc`` stopped: its workers stopped (for an
     interrupt or a lost Prefect server), its running child runs KILLED (FAILED, saying so, when
     Prefect's server was lost), the parent run FAILED or KILLED. The one-line error to raise in
-    place of ``exc`` (RunFault, after a lost Prefect server), or None to raise ``exc``."""
-    lost = prefect_watch.lost()
-    if is_interrupt(exc) or lost is not None:
-        stop_workers()
-    if lost is None or is_interrupt(exc):
+    place of ``exc`` (RunFault, after a lost Prefect server), or None to raise ``exc``. A second
+    Ctrl-C meanwhile is ignored: it would leave runs RUNNING and workers behind."""
+    with no_sigint():
+        lost = prefect_watch.lost()
+        if is_interrupt(exc) or lost is not None:
+            stop_workers()
+        if lost is None or is_interrupt(exc):
+            for run in child_runs(client, parent_run_id, "RUNNING"):
+                client.set_terminated(run.info.run_id, "KILLED")
+            tracking.end_run(client, parent_run_id, ending_status(exc), error=f"{type(exc).__name__}: {exc}")
+            return None
+        why = str(exc) if isinstance(exc, prefect_watch.PrefectLost) else f"lost Prefect's API server ({lost})"
         for run in child_runs(client, parent_run_id, "RUNNING"):
-            client.set_terminated(run.info.run_id, "KILLED")
-        tracking.end_run(client, parent_run_id, ending_status(exc), error=f"{type(exc).__name__}: {exc}")
-        return None
-    why = str(exc) if isinstance(exc, prefect_watch.PrefectLost) else f"lost Prefect's API server ({lost})"
-    for run in child_runs(client, parent_run_id, "RUNNING"):
-        end_child(client, parent_run_id, run, "FAILED", why, prefect=False)
-    tracking.end_run(client, parent_run_id, "FAILED", error=why)
-    statuses = [run.info.status for run in child_runs(client, parent_run_id)]
-    return RunFault(stopped_sweep_line(why, parent_run_id, statuses, total))
+            end_child(client, parent_run_id, run, "FAILED", why, prefect=False)
+        tracking.end_run(client, parent_run_id, "FAILED", error=why)
+        statuses = [run.info.status for run in child_runs(client, parent_run_id)]
+        return RunFault(stopped_sweep_line(why, parent_run_id, statuses, total))
 
 
 def _promotion(result: dict[str, Any]) -> dict[str, Any]:

@@ -102,8 +102,7 @@ def tune_flow(
         started = tune_jobs.run_trials(study, searched, base, trials, timeout, max_parallel, submit, parent_run_id)
         summary = tune_results.finish(client, study, searched, base, parent_run_id)
     except BaseException as exc:
-        with no_sigint():  # a second Ctrl-C must not leave runs RUNNING and workers behind
-            _abandon(client, study, parent_run_id, exc)
+        _abandon(client, study, parent_run_id, exc)
         raise
     tracking.end_run(client, parent_run_id, "FINISHED")
     return {"parent_run_id": parent_run_id, "experiment": experiment, "study": study_name, "storage": tune_study.shown_url(storage_url),
@@ -112,12 +111,14 @@ def tune_flow(
 
 def _abandon(client: MlflowClient, study: optuna.Study, parent_run_id: str, exc: BaseException) -> None:
     """End a tune that ``exc`` stopped: its workers stopped (an interrupt), its trials' runs
-    KILLED and Optuna trials FAIL as interrupted, its parent run KILLED or FAILED."""
+    KILLED and Optuna trials FAIL as interrupted, its parent run KILLED or FAILED. A second Ctrl-C
+    meanwhile is ignored: it would leave runs RUNNING and workers behind."""
     from attnlab.flows.sweep.worker_pool import stop_workers
 
-    tune_jobs.STOP.set()
-    if is_interrupt(exc):
-        stop_workers()
-    tune_study.end_interrupted(study)
-    tune_runs.end_running_trials(client, parent_run_id, "KILLED", f"the tune stopped: {type(exc).__name__}")
-    tracking.end_run(client, parent_run_id, ending_status(exc), error=f"{type(exc).__name__}: {exc}")
+    with no_sigint():
+        tune_jobs.STOP.set()
+        if is_interrupt(exc):
+            stop_workers()
+        tune_study.end_interrupted(study)
+        tune_runs.end_running_trials(client, parent_run_id, "KILLED", f"the tune stopped: {type(exc).__name__}")
+        tracking.end_run(client, parent_run_id, ending_status(exc), error=f"{type(exc).__name__}: {exc}")
