@@ -26,9 +26,11 @@ def this_host() -> str:
     return socket.gethostname()
 
 
-def owner_tags(host: str, pid: int, now: float) -> dict[str, str]:
-    """The tags a run starts with: its owner and a first heartbeat."""
-    return {HOST: host, PID: str(pid), HEARTBEAT: heartbeat(now)}
+def owner_tags(host: str, pid: int, now: float | None) -> dict[str, str]:
+    """The tags a run starts with: its owner and a first heartbeat at ``now``. None for a run
+    that sends none (a sweep's or a tune's parent): found stale only once its process is gone."""
+    owner = {HOST: host, PID: str(pid)}
+    return owner if now is None else {**owner, HEARTBEAT: heartbeat(now)}
 
 
 def heartbeat(now: float) -> str:

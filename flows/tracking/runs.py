@@ -101,7 +101,7 @@ def run_tags(config: ExperimentConfig) -> dict[str, str]:
 def parent_owner_tags() -> dict[str, str]:
     """The owner tags of a sweep's or a tune's parent run: this host and process, no heartbeat
     (a parent logs no epochs). Its run is found stale once that process is gone."""
-    return {stale_runs.HOST: stale_runs.this_host(), stale_runs.PID: str(os.getpid())}
+    return stale_runs.owner_tags(stale_runs.this_host(), os.getpid(), None)
 
 
 def start_run(client: MlflowClient, experiment_id: str, config: ExperimentConfig, extra_tags: dict[str, str] | None = None) -> str:

@@ -49,8 +49,7 @@ def parent_run(
     if known is not None:
         try:
             client.update_run(known, status="RUNNING")
-            for key, value in tracking.parent_owner_tags().items():
-                client.set_tag(known, key, value)
+            client.log_batch(known, tags=[RunTag(key, value) for key, value in tracking.parent_owner_tags().items()])
             return known
         except MlflowException as exc:
             if not is_missing(exc):

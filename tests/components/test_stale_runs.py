@@ -22,6 +22,14 @@ def test_owner_on_another_host_is_stale_only_after_long_silence():
     assert stale_reason(tags, "here", NOW + 7 * 3600, alive=never) == "no heartbeat from process 4242 on there for 7.0 h"
 
 
+def test_a_parent_run_without_heartbeat_is_stale_only_once_its_process_is_gone():
+    tags = owner_tags("here", 4242, None)  # a sweep's or a tune's parent sends no heartbeat
+    assert HEARTBEAT not in tags
+    assert stale_reason(tags, "here", NOW, alive=lambda pid: False) == "its process 4242 on here is gone"
+    elsewhere = owner_tags("there", 4242, None)
+    assert stale_reason(elsewhere, "here", NOW + 10 * MAX_SILENCE_SECONDS, alive=lambda pid: False) is None
+
+
 def test_runs_without_owner_tags_are_never_stale():
     assert stale_reason({}, "here", NOW, alive=lambda pid: False) is None
     assert stale_reason({"attnlab.host": "here", "attnlab.pid": "x"}, "here", NOW, alive=lambda pid: False) is None
