@@ -251,3 +251,18 @@ def test_the_embedded_font_adds_a_few_kilobytes_to_a_date_page():
     added = len(re.search(r"@font-face \{.*?\}\n", page).group(0).encode())
     print(f"embedded font of a date page (年月日): {added} bytes of {len(page.encode())}")
     assert embedded_glyphs(page) == {"年", "月", "日"} and added < 4000
+
+
+def test_the_font_of_a_character_set_is_subset_once_a_process(monkeypatch):
+    """Every run of a sweep's worker draws a page of the same characters: the 6 MB font is subset
+    for the first only, and a page of other characters gets its own glyphs."""
+    from attnlab.viz import explorer
+
+    calls: list[str] = []
+    real = explorer.subset_font
+    monkeypatch.setattr(explorer, "subset_font", lambda font, characters: calls.append(characters) or real(font, characters))
+    explorer.embedded_font_css.cache_clear()
+    first = explorer.embedded_font_css("2023年12月25日")
+    assert explorer.embedded_font_css("2023年12月25日") == first and calls == ["年日月"]  # sorted by code point
+    assert explorer.embedded_font_css("本日") != first and calls == ["年日月", "日本"]
+    explorer.embedded_font_css.cache_clear()
