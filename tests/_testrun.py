@@ -135,8 +135,19 @@ def pytest_configure(config: pytest.Config) -> None:
         _reaper = start_reaper()
 
 
+def stop_multiprocessing_helpers() -> None:
+    """Stop the helper processes multiprocessing started for this process (the forkserver that a
+    sweep's workers are forked from, the resource tracker): they end when this process exits,
+    after the run's reaper has looked for what the tests left running."""
+    from multiprocessing import forkserver, resource_tracker
+
+    forkserver._forkserver._stop()  # type: ignore[attr-defined]
+    resource_tracker._resource_tracker._stop()  # type: ignore[attr-defined]
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     global _reaper
+    stop_multiprocessing_helpers()
     if not is_worker():
         import _session_prefect
 

@@ -7,6 +7,12 @@ workers mid-run. :class:`SeparateWorkersTaskRunner` is that runner over a :class
 executor instead: each worker is a pool of one process, so a worker that dies fails the one run
 it held, the others train on, and the next run starts in a fresh worker.
 
+Workers are forked from a server process that imported what a run needs once
+(:func:`worker_context`, the standard library's forkserver), not spawned: each spawned worker
+imported torch, Prefect, MLflow and the run's steps again (5-6 CPU-s, and as much again for every
+worker that replaces a lost one). Each still starts with the environment of its parent at that
+moment, as a spawned one does.
+
 A Ctrl-C reaches every process of the terminal's group. A worker that holds a task is interrupted
 like the command (its run ends KILLED); an idle one, as a second Ctrl-C finds the workers once
 their runs ended, exits quietly: Python's default prints a traceback of the queue it was reading.
@@ -16,6 +22,8 @@ from __future__ import annotations
 
 import atexit
 import multiprocessing
+import multiprocessing.context
+import os
 import signal
 import threading
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
@@ -28,6 +36,30 @@ from attnlab.ops.collector import collect_less_often
 
 #: True while this worker process runs a task (see :func:`start_worker`).
 _busy = False
+#: What a worker imports for a run (a sweep's, a tune's), imported once by the server process
+#: the workers are forked from. None of them starts a Python thread; the native threads they start
+#: (numpy's OpenBLAS server, jemalloc's background thread) are made fork-safe by their libraries.
+WORKER_MODULES = [
+    "attnlab.flows.sweep.sweep_flow", "attnlab.flows.tune.tune_flow", "torch._dynamo", "attnlab.viz.heatmaps",
+    "attnlab.flows.pyfunc", "mlflow.models",
+]  # fmt: skip
+
+
+def worker_context() -> multiprocessing.context.BaseContext:
+    """The processes of :class:`SeparatePools`: forked from the forkserver, which imports
+    :data:`WORKER_MODULES` when this process first starts a worker and exits with it."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(WORKER_MODULES)
+    return context
+
+
+def _start_forked(environ: dict[str, str], initializer: Any, initargs: tuple[Any, ...]) -> None:
+    """A forked worker's first step: its parent's environment when the worker was asked for (the
+    forkserver's is that of the first worker's time), then ``initializer(*initargs)``."""
+    os.environ.clear()
+    os.environ.update(environ)
+    if initializer is not None:
+        initializer(*initargs)
 
 
 class WorkerInterrupted(Exception):
@@ -80,7 +112,8 @@ def _run_busy(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
 
 class SeparatePools(Executor):
     """An executor of worker processes that each live in a ``ProcessPoolExecutor`` of their own
-    (``mp_context``, ``initializer`` and ``initargs`` as that executor takes them). A task goes to
+    (``mp_context``, ``initializer`` and ``initargs`` as that executor takes them; each worker
+    starts with this process's environment of the moment it is asked for). A task goes to
     an idle worker, else to a new one; at most ``max_workers`` idle workers are kept. The sweep
     submits at most as many tasks as it runs at once, so that is also the number of workers."""
 
@@ -90,7 +123,8 @@ class SeparatePools(Executor):
         # would wait for them forever.
         atexit.unregister(stop_workers)
         atexit.register(stop_workers)
-        self._options = dict(max_workers=1, mp_context=mp_context, initializer=initializer, initargs=initargs)
+        self._mp_context = mp_context
+        self._initializer = (initializer, initargs)
         self._max_idle = max_workers
         self._idle: list[ProcessPoolExecutor] = []
         self._pools: set[ProcessPoolExecutor] = set()
@@ -101,11 +135,14 @@ class SeparatePools(Executor):
         with self._lock:
             if self._closed:
                 raise RuntimeError("cannot schedule new futures after shutdown")
-            pool = self._idle.pop() if self._idle else ProcessPoolExecutor(**self._options)
+            pool = self._idle.pop() if self._idle else self._new_worker()
             self._pools.add(pool)
         future = pool.submit(_run_busy, fn, *args, **kwargs)
         future.add_done_callback(lambda done: self._release(pool, done))
         return future
+
+    def _new_worker(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(1, self._mp_context, initializer=_start_forked, initargs=(dict(os.environ), *self._initializer))
 
     def _release(self, pool: ProcessPoolExecutor, done: Future[Any]) -> None:
         """Make ``pool`` idle again after its task ``done``; a pool whose worker died is dropped."""
@@ -129,9 +166,9 @@ class SeparatePools(Executor):
 
 
 class SeparateWorkersTaskRunner(ProcessPoolTaskRunner):
-    """Prefect's process-pool runner (spawned workers, contexts, events and logs forwarded to
-    this process) over :class:`SeparatePools`: a lost worker fails only the task it held. Each
-    worker starts with :func:`start_worker`."""
+    """Prefect's process-pool runner (contexts, events and logs forwarded to this process) over
+    :class:`SeparatePools` of forked workers (:func:`worker_context`): a lost worker fails only the
+    task it held. Each worker starts with :func:`start_worker`."""
 
     def __init__(self, max_workers: int | None = None) -> None:
         super().__init__(max_workers=max_workers, initializer=start_worker)
@@ -144,7 +181,7 @@ class SeparateWorkersTaskRunner(ProcessPoolTaskRunner):
         # shutdown calls it makes, not the rest of that class.
         self._executor = SeparatePools(  # type: ignore[assignment]
             self._max_workers,
-            shared._mp_context,
+            worker_context(),
             shared._initializer,
             shared._initargs,
         )

@@ -27,18 +27,15 @@ LEARNS = dict(train_size=1500, validation_size=100, test_size=100, hidden_size=6
 KNOWN_DATES = {"25-12-2023": "2023年12月25日", "01-01-2000": "2000年01月01日", "14-07-2015": "2015年07月14日"}
 
 
-#: What the processes of :func:`preloaded_processes` have imported before they start.
-PRELOADED = ["torch", "mlflow", "attnlab.flows.tracking.runs", "attnlab.flows.tracking.store", "attnlab.lab.config"]
-
-
 def preloaded_processes() -> multiprocessing.context.BaseContext:
     """A multiprocessing context whose processes are forked from a server process that imported
-    :data:`PRELOADED` once (the standard library's forkserver): each is a process of its own, with
-    its own pid, database connections and store, that does not pay 3-5 CPU-s importing torch and
-    MLflow again. The server has no threads, so forking it is safe; it exits with this process."""
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(PRELOADED)
-    return context
+    torch, MLflow and a run's steps once: a sweep's worker processes
+    (:func:`attnlab.flows.sweep.worker_pool.worker_context`; one server a process, so the tests
+    share it with the sweeps they run in-process). Each is a process of its own, with its own
+    pid, database connections and store, that does not pay 3-5 CPU-s importing them again."""
+    from attnlab.flows.sweep.worker_pool import worker_context
+
+    return worker_context()
 
 
 def untrained_bundle(folder: Path) -> Path:
