@@ -5,14 +5,21 @@ address and pid there; the others read the record. It outlives the worker that s
 worker leaves once its files are done, while others still run), so the run's pytest stops it at
 the end (:func:`stop`), and the run's reaper ends it if pytest dies. One server instead of one per
 worker: each costs about 6 CPU-s to start and 20-30 CPU-s idling through a run of the suite.
+
+Its database as its start left it is kept as the run's template (:func:`seed_home`): the
+temporary servers that the commands the tests start run in their Prefect homes skip Prefect's
+migrations of a new database, 8 CPU-s each.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -80,8 +87,31 @@ def api_url() -> str:
     with FileLock(folder / "server.lock"):
         if not record.is_file():
             url, pid = _start(folder)
+            _keep_template(folder)
             record.write_text(json.dumps({"api_url": url, "pid": pid}))
         return json.loads(record.read_text())["api_url"]
+
+
+def _keep_template(folder: Path) -> None:
+    """Copy the server's database as its start left it (migrated to Prefect's schema, no flow run
+    yet) to ``template.db`` beside it, for :func:`seed_home`."""
+    with (
+        contextlib.closing(sqlite3.connect(folder / "prefect.db")) as database,
+        contextlib.closing(sqlite3.connect(folder / "template.db")) as copy,
+    ):
+        database.backup(copy)
+
+
+def seed_home(home: Path) -> Path:
+    """``home`` as a Prefect home whose database (``prefect.db``, where a temporary server keeps
+    it) is a copy of the run's migrated template, unless it has one: a temporary server started
+    there skips Prefect's migrations of a new database (13 CPU-s to start instead of 5). The run's
+    server must have started (:func:`api_url`)."""
+    home.mkdir(parents=True, exist_ok=True)
+    database = home / "prefect.db"
+    if not database.exists():
+        shutil.copyfile(_folder() / "template.db", database)
+    return home
 
 
 def stop() -> None:

@@ -17,6 +17,9 @@ from filelock import FileLock
 # once into the settings that every thread falls back on (a process pool task runner's threads
 # would otherwise start a temporary server of their own).
 API_URL = os.environ["PREFECT_API_URL"] = _session_prefect.api_url()
+# The temporary servers of the commands this worker starts without that URL keep their database
+# in its Prefect home.
+_session_prefect.seed_home(Path(os.environ["PREFECT_HOME"]))
 
 import attnlab.flows  # noqa: E402, F401  (telemetry defaults before prefect and mlflow are imported)
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 from _flowkit import TrainProcess, client_for, is_progress_line
+from _session_prefect import seed_home
 
 ATTNLAB = str(Path(sys.executable).with_name("attnlab"))
 #: Many short epochs: training is still going when the fault comes after the first one.
@@ -78,7 +79,7 @@ def descendants_gone(pid_marker: str) -> bool:
 def test_prefect_server_killed_mid_run_ends_in_one_line_and_the_run_failed(tmp_path):
     """No PREFECT_API_URL: the command starts Prefect's temporary server itself; it is killed."""
     store, cache = tmp_path / "mlflow", tmp_path / "cache"
-    env = {"PREFECT_HOME": str(tmp_path / "prefect-home")}
+    env = {"PREFECT_HOME": str(seed_home(tmp_path / "prefect-home"))}
     train = Train(store, cache, LONG, env={**env, "PREFECT_API_URL": None})
     train.wait_for_epoch_one()
     child = f"attnlab.flows.services.server_child {train.process.pid} "

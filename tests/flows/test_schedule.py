@@ -17,6 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 from _flowkit import Burners, assert_one_line_error, chromium, client_for, spelled_words
+from _session_prefect import seed_home
 
 from attnlab.flows.cli import app as cli
 from attnlab.flows.services import servers
@@ -72,13 +73,13 @@ def _stop(process: subprocess.Popen, timeout: float = 60) -> int:
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
-    """`attnlab server` on two free ports (fresh PREFECT_HOME and MLflow store) and `attnlab
+    """`attnlab server` on two free ports (a new PREFECT_HOME and MLflow store) and `attnlab
     schedule` serving DEPLOYMENT against it, with the MLflow server as tracking URI."""
     root = tmp_path_factory.mktemp("service")
     prefect_port, mlflow_port = _free_port(), _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_API", "MLFLOW_TRACKING"))}
     env.update(
-        PREFECT_HOME=str(root / "prefect-home"),
+        PREFECT_HOME=str(seed_home(root / "prefect-home")),
         ATTNLAB_MLFLOW_DIR=str(root / "mlflow"),
         ATTNLAB_CACHE_DIR=str(root / "cache"),
     )

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from _flowkit import client_for, preloaded_processes
+from _session_prefect import seed_home
 
 
 def _log_epochs(args: tuple[str, str, int]) -> str:
@@ -201,7 +202,7 @@ def test_prefect_killed_mid_sweep_ends_it_in_one_line_with_every_run_ended(empty
 
     import psutil
 
-    process = _sweep(empty_store, tmp_path, FOUR_LONG, PREFECT_API_URL=None, PREFECT_HOME=str(tmp_path / "prefect-home"))
+    process = _sweep(empty_store, tmp_path, FOUR_LONG, PREFECT_API_URL=None, PREFECT_HOME=str(seed_home(tmp_path / "prefect-home")))
     try:
         _until_running(process, empty_store, 2)
         marker = f"attnlab.flows.services.server_child {process.pid} "
