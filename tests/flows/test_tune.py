@@ -134,7 +134,8 @@ def _until(process: subprocess.Popen, condition, what: str) -> None:
 
 @pytest.mark.slow
 def test_a_killed_tune_resumes_to_its_trials_without_repeating_one(empty_store, tmp_path):
-    args = ["--space", str(space_file(tmp_path)), "--trials", "3", *ARM, "--max-parallel", "1", "--json"]
+    # Trials in the command's own process: resuming is the tune's, whatever runs its trials.
+    args = ["--space", str(space_file(tmp_path)), "--trials", "3", *ARM, "--runner", "thread", "--max-parallel", "1", "--json"]
     process = _tune(empty_store, tmp_path, args)
     try:
         second_training = lambda: len(_running_with_an_epoch(empty_store / "mlflow.db")) == 1  # noqa: E731
