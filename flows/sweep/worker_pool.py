@@ -24,8 +24,10 @@ import atexit
 import multiprocessing
 import multiprocessing.context
 import os
+import select
 import signal
 import threading
+import time
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
@@ -53,13 +55,47 @@ def worker_context() -> multiprocessing.context.BaseContext:
     return context
 
 
-def _start_forked(environ: dict[str, str], initializer: Any, initargs: tuple[Any, ...]) -> None:
+def _start_forked(environ: dict[str, str], owner: int, initializer: Any, initargs: tuple[Any, ...]) -> None:
     """A forked worker's first step: its parent's environment when the worker was asked for (the
-    forkserver's is that of the first worker's time), then ``initializer(*initargs)``."""
+    forkserver's is that of the first worker's time), a watch on the process ``owner`` that asked
+    for it (:func:`_interrupt_when_gone`), then ``initializer(*initargs)``."""
     os.environ.clear()
     os.environ.update(environ)
     if initializer is not None:
         initializer(*initargs)
+    threading.Thread(target=_interrupt_when_gone, args=(owner,), name="attnlab-owner-watch", daemon=True).start()
+
+
+def _interrupt_when_gone(owner: int) -> None:
+    """Interrupt this worker, as a Ctrl-C does (:func:`_on_interrupt`: its run ends KILLED), once
+    the process ``owner`` is gone, and again once it is idle (it then exits): a command killed
+    with SIGKILL would otherwise leave its workers training to the end of their runs, then waiting
+    for work forever."""
+    try:
+        handle = os.pidfd_open(owner)
+    except (AttributeError, OSError):  # no pidfd here, or gone already: ask every second
+        while _alive(owner):
+            time.sleep(1.0)
+    else:
+        try:
+            select.select([handle], [], [])  # readable once the process has exited
+        finally:
+            os.close(handle)
+    os.kill(os.getpid(), signal.SIGINT)
+    while True:  # the run ends KILLED first: interrupting that again could leave it RUNNING
+        time.sleep(0.5)
+        if not _busy:
+            os.kill(os.getpid(), signal.SIGINT)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 class WorkerInterrupted(Exception):
@@ -142,7 +178,8 @@ class SeparatePools(Executor):
         return future
 
     def _new_worker(self) -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(1, self._mp_context, initializer=_start_forked, initargs=(dict(os.environ), *self._initializer))
+        started = (dict(os.environ), os.getpid(), *self._initializer)
+        return ProcessPoolExecutor(1, self._mp_context, initializer=_start_forked, initargs=started)
 
     def _release(self, pool: ProcessPoolExecutor, done: Future[Any]) -> None:
         """Make ``pool`` idle again after its task ``done``; a pool whose worker died is dropped."""

@@ -274,3 +274,31 @@ def test_a_worker_killed_mid_run_fails_only_its_run_and_the_others_finish(empty_
     assert lost_line == [
         f"[{lost_line[0][1]}/3] {children[victim].data.tags['scorer']} seed 0: FAILED: {WORKER_LOST}; run {name} ended FAILED"
     ]
+
+
+@pytest.mark.slow
+def test_a_sweep_killed_with_sigkill_leaves_no_worker_and_its_runs_end_killed(empty_store, tmp_path):
+    """kill -9 of the command, which can clean nothing up: its workers find it gone, end the runs
+    they held KILLED and exit (they used to train on to the end of their runs, then wait for work
+    forever)."""
+    import signal
+
+    import psutil
+
+    long_runs = ["--task", "reverse", "--scorer", "dot,additive", "--max-parallel", "2", "--epochs", "500", "--train-size", "600",
+                 "--hidden-size", "16", "-o", "embedding_dim=8", "-o", "validation_size=30", "-o", "test_size=30",
+                 "-o", "target_exact_match=null"]  # fmt: skip
+    process = _sweep(empty_store, tmp_path, long_runs)
+    try:
+        running = _until_running(process, empty_store, 2)
+        workers = psutil.Process(process.pid).children(recursive=True)
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=60)
+    finally:
+        process.kill()
+        process.stdout.close()  # the workers hold its ends until they exit
+        process.stderr.close()
+    _, alive = psutil.wait_procs(workers, timeout=300)  # a hang guard only: they exit within seconds
+    assert not [w for w in alive if w.status() != psutil.STATUS_ZOMBIE], [w.cmdline()[-1][:80] for w in alive]
+    client = client_for(empty_store)
+    assert {run_id: client.get_run(run_id).info.status for run_id in running} == dict.fromkeys(running, "KILLED")
