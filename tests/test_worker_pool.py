@@ -18,10 +18,10 @@ def _worker_view() -> dict:
     }
 
 
-def _in_a_new_worker(max_workers: int = 1) -> dict:
+def _in_a_new_worker() -> dict:
     from attnlab.flows.sweep.worker_pool import SeparatePools, worker_context
 
-    pools = SeparatePools(max_workers, worker_context())
+    pools = SeparatePools(1, worker_context())
     try:
         return pools.submit(_worker_view).result(timeout=600)  # a hang guard only
     finally:

@@ -35,6 +35,7 @@ from typing import Any
 from prefect.task_runners import ProcessPoolTaskRunner
 
 from attnlab.ops.collector import collect_less_often
+from attnlab.ops.stale_runs import process_alive
 
 #: True while this worker process runs a task (see :func:`start_worker`).
 _busy = False
@@ -74,7 +75,7 @@ def _interrupt_when_gone(owner: int) -> None:
     try:
         handle = os.pidfd_open(owner)
     except (AttributeError, OSError):  # no pidfd here, or gone already: ask every second
-        while _alive(owner):
+        while process_alive(owner):
             time.sleep(1.0)
     else:
         try:
@@ -86,16 +87,6 @@ def _interrupt_when_gone(owner: int) -> None:
         time.sleep(0.5)
         if not _busy:
             os.kill(os.getpid(), signal.SIGINT)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class WorkerInterrupted(Exception):
