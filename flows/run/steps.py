@@ -27,10 +27,10 @@ from attnlab.data.examples import gold_alignments
 from attnlab.evaluation.example_records import Gold, attention_record, heatmap_title, merged_golds
 from attnlab.evaluation.metrics import Evaluation, evaluate, with_references
 from attnlab.flows.run import epoch_hooks
+from attnlab.flows.run.store_writes import tracked_write
 from attnlab.flows.services import prefect_watch
 from attnlab.flows.tracking import run_data, store
 from attnlab.flows.tracking import runs as tracking
-from attnlab.flows.tracking.errors import TrackingLost
 from attnlab.flows.tracking.step_log import StepLog
 from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import build_task
@@ -141,18 +141,6 @@ class Trained:
     parameters: int
     snapshots: Path | None = None
     selected: dict[str, float] | None = None
-
-
-def tracked_write(where: store.Store, write: Callable[[], object]) -> None:
-    """``write()``; TrackingLost naming the tracking server of ``where`` when it failed because
-    the server stopped answering (the run cannot be tracked any more)."""
-    try:
-        write()
-    except Exception as exc:
-        why = store.unreachable(where)
-        if why is None:
-            raise
-        raise TrackingLost(f"lost the MLflow tracking server {where.tracking_uri} ({why})") from exc
 
 
 @task(name="train", cache_policy=NO_CACHE)
