@@ -18,6 +18,14 @@ EMBEDDED = Store("sqlite:////tmp/store/mlflow.db", Path("/tmp/store"))
 SERVER = Store("http://127.0.0.1:5000")
 
 
+@pytest.fixture(autouse=True)
+def ctrl_c_raises():
+    """Ctrl-C raises KeyboardInterrupt, as in a command (an xdist worker ignores SIGINT)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def _write_interrupted_midway(done: list[str]) -> None:
     """A write that receives Ctrl-C halfway through."""
     done.append("started")
