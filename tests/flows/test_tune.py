@@ -182,7 +182,7 @@ def test_ctrl_c_ends_every_trial_and_leaves_nothing_running(empty_store, tmp_pat
         process.kill()
     assert process.returncode == 130, err
     assert err.strip().splitlines()[-1].startswith("attnlab: error: interrupted: the tune run and its unfinished trials ended KILLED")
-    assert "Traceback" not in err and out == ""
+    assert "Traceback" not in err and out == "", err  # all of it: a traceback here is a rare race
     client = client_for(empty_store)
     runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
     assert sorted(run.info.status for run in runs) == ["KILLED"] * 3  # the tune's run and both trials
