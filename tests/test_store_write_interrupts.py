@@ -1,4 +1,4 @@
-"""A Ctrl-C never cuts a write to the embedded store in half: a KeyboardInterrupt raised inside
+"""A Ctrl-C or SIGTERM never cuts a write to the embedded store in half: a KeyboardInterrupt raised inside
 SQLite's part of a write left that connection holding the database's write lock, and the run it
 interrupted (and every other run of the store) could not be ended KILLED."""
 
@@ -63,6 +63,21 @@ def test_held_interrupts_reach_the_handler_in_place_once():
         assert received == [signal.SIGINT]  # nothing arrived, nothing delivered
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def test_a_sigterm_is_held_too_and_wins_over_a_ctrl_c():
+    """A sweep stops its workers with SIGTERM; Prefect's handler raises inside whatever runs."""
+    received: list[int] = []
+    handlers = {number: signal.signal(number, lambda signum, frame: received.append(signum)) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with interrupts_held():
+            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGTERM)
+            assert received == []
+        assert received == [signal.SIGTERM]
+    finally:
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
 
 
 def test_outside_the_main_thread_the_block_runs_as_is():
