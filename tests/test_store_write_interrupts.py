@@ -1,94 +1,50 @@
-"""A Ctrl-C or SIGTERM never cuts a write to the embedded store in half: a KeyboardInterrupt raised inside
-SQLite's part of a write left that connection holding the database's write lock, and the run it
-interrupted (and every other run of the store) could not be ended KILLED."""
+"""A worker whose command was killed with SIGKILL interrupts itself, and never inside a write to
+the embedded store: an interrupt raised inside SQLite's part of a write left that connection
+holding the database's write lock, and no run of the store could be ended KILLED."""
 
 from __future__ import annotations
 
-import os
 import signal
 import threading
 from pathlib import Path
 
 import pytest
 
-from attnlab.flows.run.store_writes import interrupts_held, tracked_write
+from attnlab.flows.run.store_writes import WRITING, tracked_write
+from attnlab.flows.sweep.worker_pool import interrupt_outside_writes
 from attnlab.flows.tracking.store import Store
 
 EMBEDDED = Store("sqlite:////tmp/store/mlflow.db", Path("/tmp/store"))
-SERVER = Store("http://127.0.0.1:5000")
 
 
 @pytest.fixture(autouse=True)
 def ctrl_c_raises():
-    """Ctrl-C raises KeyboardInterrupt, as in a command (an xdist worker ignores SIGINT)."""
+    """SIGINT raises KeyboardInterrupt, as in a worker (an xdist worker may be ignoring it)."""
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
     signal.signal(signal.SIGINT, previous)
 
 
-def _write_interrupted_midway(done: list[str]) -> None:
-    """A write that receives Ctrl-C halfway through."""
-    done.append("started")
-    os.kill(os.getpid(), signal.SIGINT)
-    done.append("finished")
-
-
-def test_a_ctrl_c_during_a_write_to_the_embedded_store_comes_once_the_write_is_done():
+def test_the_self_interrupt_waits_for_a_write_under_way_to_end():
     done: list[str] = []
+    interrupter = threading.Thread(target=interrupt_outside_writes)
+
+    def write() -> None:
+        interrupter.start()
+        interrupter.join(0.3)  # the interrupter waits for this write: nothing interrupts the join
+        done.append("written")
+
     with pytest.raises(KeyboardInterrupt):
-        tracked_write(EMBEDDED, lambda: _write_interrupted_midway(done))
-    assert done == ["started", "finished"]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        tracked_write(EMBEDDED, write)
+        interrupter.join()  # the interrupt lands here at the latest
+    interrupter.join()
+    assert done == ["written"]
+    assert not WRITING.locked()
 
 
-def test_a_ctrl_c_during_a_request_to_a_tracking_server_comes_at_once():
-    """A lost server's request retries for minutes: Ctrl-C must not wait for it."""
-    done: list[str] = []
-    with pytest.raises(KeyboardInterrupt):
-        tracked_write(SERVER, lambda: _write_interrupted_midway(done))
-    assert done == ["started"]
-
-
-def test_held_interrupts_reach_the_handler_in_place_once():
-    received: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
-    try:
-        with interrupts_held():
-            os.kill(os.getpid(), signal.SIGINT)
-            os.kill(os.getpid(), signal.SIGINT)
-            assert received == []
-        assert received == [signal.SIGINT]
-        with interrupts_held():
-            pass
-        assert received == [signal.SIGINT]  # nothing arrived, nothing delivered
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def test_a_sigterm_is_held_too_and_wins_over_a_ctrl_c():
-    """A sweep stops its workers with SIGTERM; Prefect's handler raises inside whatever runs."""
-    received: list[int] = []
-    handlers = {number: signal.signal(number, lambda signum, frame: received.append(signum)) for number in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        with interrupts_held():
-            os.kill(os.getpid(), signal.SIGINT)
-            os.kill(os.getpid(), signal.SIGTERM)
-            assert received == []
-        assert received == [signal.SIGTERM]
-    finally:
-        for number, handler in handlers.items():
-            signal.signal(number, handler)
-
-
-def test_outside_the_main_thread_the_block_runs_as_is():
-    """Signals reach the main thread only; a tune's trial threads write without holding anything."""
-    seen: list[object] = []
-
-    def in_a_thread() -> None:
-        with interrupts_held():
-            seen.append(signal.getsignal(signal.SIGINT))
-
-    thread = threading.Thread(target=in_a_thread)
-    thread.start()
-    thread.join()
-    assert seen == [signal.default_int_handler]
+def test_a_write_to_a_tracking_server_does_not_hold_the_lock():
+    """A request to a lost server may retry for minutes: it must not keep the worker from stopping."""
+    seen: list[bool] = []
+    tracked_write(Store("http://127.0.0.1:5000"), lambda: seen.append(WRITING.locked()))
+    tracked_write(EMBEDDED, lambda: seen.append(WRITING.locked()))
+    assert seen == [False, True]

@@ -34,6 +34,7 @@ from typing import Any
 
 from prefect.task_runners import ProcessPoolTaskRunner
 
+from attnlab.flows.run.store_writes import WRITING
 from attnlab.ops.collector import collect_less_often
 from attnlab.ops.stale_runs import process_alive
 
@@ -82,11 +83,19 @@ def _interrupt_when_gone(owner: int) -> None:
             select.select([handle], [], [])  # readable once the process has exited
         finally:
             os.close(handle)
-    os.kill(os.getpid(), signal.SIGINT)
+    interrupt_outside_writes()
     while True:  # the run ends KILLED first: interrupting that again could leave it RUNNING
         time.sleep(0.5)
         if not _busy:
             os.kill(os.getpid(), signal.SIGINT)
+
+
+def interrupt_outside_writes() -> None:
+    """SIGINT to this process, never while it writes to the embedded store
+    (:mod:`attnlab.flows.run.store_writes`): a write under way ends first, and one about to start
+    is interrupted before it begins."""
+    with WRITING:
+        os.kill(os.getpid(), signal.SIGINT)
 
 
 class WorkerInterrupted(Exception):
