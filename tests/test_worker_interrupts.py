@@ -122,3 +122,37 @@ def test_a_second_ctrl_c_while_prefects_server_stops_kills_it_without_a_tracebac
     except KeyboardInterrupt:  # caught here: one left to pytest would stop the whole run
         pytest.fail("the second Ctrl-C came out of Handle.stop, an atexit traceback at the command's exit")
     assert server.calls == ["terminate", "wait", "kill", "wait"] and handle.process is None
+
+
+def test_a_stop_signal_while_a_worker_prints_an_unraisable_ends_it_without_a_traceback(monkeypatch):
+    """Seen in full test runs: a tune's Ctrl-C stops its workers with SIGTERM, and one landing
+    while a worker printed an ignored exception printed a traceback of Prefect's handler."""
+    import sys
+
+    from prefect.exceptions import TerminationSignal
+
+    from attnlab.flows.sweep import worker_pool
+
+    class Exited(Exception):
+        pass
+
+    def exit_now(code: int) -> None:
+        raise Exited(code)
+
+    def interrupted_by(exc: BaseException):
+        def hook(unraisable) -> None:
+            raise exc
+
+        return hook
+
+    monkeypatch.setattr(worker_pool.os, "_exit", exit_now)
+    monkeypatch.setattr(sys, "__unraisablehook__", interrupted_by(TerminationSignal(signal=15)))
+    with pytest.raises(Exited) as exited:
+        worker_pool._quiet_unraisable(None)
+    assert exited.value.args == (143,)
+    monkeypatch.setattr(sys, "__unraisablehook__", interrupted_by(KeyboardInterrupt()))
+    worker_pool._quiet_unraisable(None)  # dropped, as Python drops what its hook raises
+    printed: list[object] = []
+    monkeypatch.setattr(sys, "__unraisablehook__", printed.append)
+    worker_pool._quiet_unraisable("an ignored exception")
+    assert printed == ["an ignored exception"]

@@ -26,12 +26,14 @@ import multiprocessing.context
 import os
 import select
 import signal
+import sys
 import threading
 import time
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
+from prefect.exceptions import TerminationSignal
 from prefect.task_runners import ProcessPoolTaskRunner
 
 from attnlab.flows.run.store_writes import WRITING
@@ -108,6 +110,20 @@ def start_worker() -> None:
     Ctrl-C interrupts its task, or ends it quietly while it waits for one."""
     collect_less_often()
     signal.signal(signal.SIGINT, _on_interrupt)
+    sys.unraisablehook = _quiet_unraisable
+
+
+def _quiet_unraisable(unraisable: Any) -> None:
+    """A worker's ``sys.unraisablehook``: Python's, except for a stop signal that lands while it
+    prints. The SIGTERM a stopping sweep or tune sends (Prefect's handler raises TerminationSignal
+    inside a task) then ends the worker at once, and a Ctrl-C is dropped, as Python drops any
+    exception raised there; either used to print a traceback of its own handler."""
+    try:
+        sys.__unraisablehook__(unraisable)
+    except KeyboardInterrupt:
+        pass
+    except TerminationSignal:
+        os._exit(128 + signal.SIGTERM)
 
 
 def _on_interrupt(signum: int, frame: Any) -> None:
