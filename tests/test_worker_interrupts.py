@@ -4,6 +4,7 @@ installs), and an interrupt that cut into library code can carry a context that 
 
 import pickle
 import weakref
+from types import SimpleNamespace
 
 import pytest
 from tblib import pickling_support
@@ -57,21 +58,47 @@ def test_other_errors_keep_their_context():
     assert interrupt_alone(lambda: 7) == 7
 
 
-def test_a_busy_worker_is_interrupted_and_an_idle_one_ends_quietly_on_ctrl_c(monkeypatch):
-    """A Ctrl-C reaches every process of the terminal's group; a second one finds the workers of
-    a sweep or a tune idle, their runs ended by the first. (That the workers start with this
-    handler: test_collector_pace.py.)"""
+def test_a_busy_worker_is_interrupted_once_and_an_idle_one_ends_quietly(monkeypatch):
+    """A Ctrl-C reaches every process of the terminal's group, and a stopping sweep or tune
+    interrupts its workers again until they exit: a second interrupt while a run ends KILLED
+    would cut into that ending. (That the workers start with this handler: test_collector_pace.py.)"""
     import signal
 
     from attnlab.flows.sweep import worker_pool
 
     monkeypatch.setattr(worker_pool, "_busy", True)
+    monkeypatch.setattr(worker_pool, "_interrupted", False)
     with pytest.raises(KeyboardInterrupt):
         worker_pool._on_interrupt(signal.SIGINT, None)
+    try:
+        worker_pool._on_interrupt(signal.SIGINT, None)  # the run is ending: ignored
+    except KeyboardInterrupt:  # caught here: one left to pytest would stop the whole run
+        pytest.fail("a second interrupt cut into the ending of the run the first one stopped")
     monkeypatch.setattr(worker_pool, "_busy", False)
     with pytest.raises(SystemExit) as ended:  # multiprocessing ends the worker on it, printing nothing
         worker_pool._on_interrupt(signal.SIGINT, None)
     assert ended.value.code == 128 + signal.SIGINT
+
+
+def test_an_interrupt_lost_in_a_finalizer_is_raised_again_by_the_next_one(monkeypatch, capsys):
+    import signal
+    import sys
+
+    from attnlab.flows.sweep import worker_pool
+
+    monkeypatch.setattr(worker_pool, "_busy", True)
+    monkeypatch.setattr(worker_pool, "_interrupted", False)
+    with pytest.raises(KeyboardInterrupt) as lost:
+        worker_pool._on_interrupt(signal.SIGINT, None)
+    worker_pool._quiet_unraisable(SimpleNamespace(exc_type=KeyboardInterrupt, exc_value=lost.value))
+    assert capsys.readouterr().err == ""
+    with pytest.raises(KeyboardInterrupt):
+        worker_pool._on_interrupt(signal.SIGINT, None)
+    printed: list[object] = []
+    monkeypatch.setattr(sys, "__unraisablehook__", printed.append)
+    other = SimpleNamespace(exc_type=ValueError, exc_value=ValueError("kept"))
+    worker_pool._quiet_unraisable(other)
+    assert printed == [other]
 
 
 def test_an_interrupt_outside_the_task_comes_back_as_an_exception_prefect_takes():
@@ -122,37 +149,3 @@ def test_a_second_ctrl_c_while_prefects_server_stops_kills_it_without_a_tracebac
     except KeyboardInterrupt:  # caught here: one left to pytest would stop the whole run
         pytest.fail("the second Ctrl-C came out of Handle.stop, an atexit traceback at the command's exit")
     assert server.calls == ["terminate", "wait", "kill", "wait"] and handle.process is None
-
-
-def test_a_stop_signal_while_a_worker_prints_an_unraisable_ends_it_without_a_traceback(monkeypatch):
-    """Seen in full test runs: a tune's Ctrl-C stops its workers with SIGTERM, and one landing
-    while a worker printed an ignored exception printed a traceback of Prefect's handler."""
-    import sys
-
-    from prefect.exceptions import TerminationSignal
-
-    from attnlab.flows.sweep import worker_pool
-
-    class Exited(Exception):
-        pass
-
-    def exit_now(code: int) -> None:
-        raise Exited(code)
-
-    def interrupted_by(exc: BaseException):
-        def hook(unraisable) -> None:
-            raise exc
-
-        return hook
-
-    monkeypatch.setattr(worker_pool.os, "_exit", exit_now)
-    monkeypatch.setattr(sys, "__unraisablehook__", interrupted_by(TerminationSignal(signal=15)))
-    with pytest.raises(Exited) as exited:
-        worker_pool._quiet_unraisable(None)
-    assert exited.value.args == (143,)
-    monkeypatch.setattr(sys, "__unraisablehook__", interrupted_by(KeyboardInterrupt()))
-    worker_pool._quiet_unraisable(None)  # dropped, as Python drops what its hook raises
-    printed: list[object] = []
-    monkeypatch.setattr(sys, "__unraisablehook__", printed.append)
-    worker_pool._quiet_unraisable("an ignored exception")
-    assert printed == ["an ignored exception"]

@@ -33,7 +33,6 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from prefect.exceptions import TerminationSignal
 from prefect.task_runners import ProcessPoolTaskRunner
 
 from attnlab.flows.run.store_writes import WRITING
@@ -42,6 +41,8 @@ from attnlab.ops.stale_runs import process_alive
 
 #: True while this worker process runs a task (see :func:`start_worker`).
 _busy = False
+#: True once an interrupt was raised in that task (:func:`_on_interrupt`).
+_interrupted = False
 #: What a worker imports for a run (a sweep's, a tune's), imported once by the server process
 #: the workers are forked from. None of them starts a Python thread; the native threads they start
 #: (numpy's OpenBLAS server, jemalloc's background thread) are made fork-safe by their libraries.
@@ -114,34 +115,53 @@ def start_worker() -> None:
 
 
 def _quiet_unraisable(unraisable: Any) -> None:
-    """A worker's ``sys.unraisablehook``: Python's, except for a stop signal that lands while it
-    prints. The SIGTERM a stopping sweep or tune sends (Prefect's handler raises TerminationSignal
-    inside a task) then ends the worker at once, and a Ctrl-C is dropped, as Python drops any
-    exception raised there; either used to print a traceback of its own handler."""
-    try:
-        sys.__unraisablehook__(unraisable)
-    except KeyboardInterrupt:
-        pass
-    except TerminationSignal:
-        os._exit(128 + signal.SIGTERM)
+    """A worker's ``sys.unraisablehook``: Python's, except for an interrupt that landed in a
+    finalizer (where Python can only print it): it is dropped, and the next one is raised, since
+    the run it was meant to stop trains on."""
+    global _interrupted
+    if issubclass(unraisable.exc_type, KeyboardInterrupt):
+        _interrupted = False
+        return
+    sys.__unraisablehook__(unraisable)
 
 
 def _on_interrupt(signum: int, frame: Any) -> None:
-    if _busy:
+    """A worker's SIGINT handler: the first interrupt of a task is raised in it (its run ends
+    KILLED), later ones are ignored while that run ends (cutting into its ending could leave it
+    RUNNING), and an idle worker exits."""
+    global _interrupted
+    if not _busy:
+        raise SystemExit(128 + signum)  # multiprocessing ends the process on it without a traceback
+    if not _interrupted:
+        _interrupted = True
         raise KeyboardInterrupt
-    raise SystemExit(128 + signum)  # multiprocessing ends the process on it without a traceback
 
 
 def stop_workers(grace: float = 5.0) -> None:
-    """Stop the worker processes this process started (a process pool, a local Dask cluster):
-    SIGTERM, SIGKILL after ``grace`` seconds. An interrupt that reached this process alone
-    (SIGTERM, a signal to one pid) would leave them training, and the task runner would wait for
-    them before the flow could end."""
+    """Stop the worker processes this process started (a process pool, a local Dask cluster),
+    SIGKILL after ``grace`` seconds. An interrupt that reached this process alone (SIGTERM, a
+    signal to one pid) would leave them training, and the task runner would wait for them before
+    the flow could end.
+
+    A sweep's or tune's own workers (forked from the forkserver, :func:`worker_context`) are
+    interrupted as a Ctrl-C does, every 0.2 s until they exit: the first interrupt ends their run,
+    the others are ignored until they are idle, then end them. SIGTERM would reach Prefect's
+    handler instead, whose exception, landing where Python can only print it (while the worker
+    ends its run after the terminal's own Ctrl-C), printed a traceback. Other children get
+    SIGTERM."""
     children = multiprocessing.active_children()
+    ours = [child for child in children if isinstance(child, multiprocessing.context.ForkServerProcess)]
     for child in children:
-        child.terminate()
+        if child not in ours:
+            child.terminate()
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(child.is_alive() for child in ours):
+        for child in ours:
+            if child.pid is not None and child.is_alive():
+                os.kill(child.pid, signal.SIGINT)
+        time.sleep(0.2)
     for child in children:
-        child.join(grace)
+        child.join(max(0.0, deadline - time.monotonic()))
         if child.is_alive():
             child.kill()
             child.join()
@@ -149,8 +169,8 @@ def stop_workers(grace: float = 5.0) -> None:
 
 def _run_busy(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)`` in a worker process, marked busy meanwhile."""
-    global _busy
-    _busy = True
+    global _busy, _interrupted
+    _busy, _interrupted = True, False
     try:
         return fn(*args, **kwargs)
     except KeyboardInterrupt:
