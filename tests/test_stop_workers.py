@@ -5,7 +5,9 @@ import multiprocessing
 import time
 from pathlib import Path
 
-from attnlab.flows.sweep.worker_pool import SeparatePools, start_worker, stop_workers
+import pytest
+
+from attnlab.flows.sweep.worker_pool import SeparatePools, start_worker, stop_workers, worker_context
 
 
 def _ends_slowly(marker: str) -> None:
@@ -21,8 +23,9 @@ def _ends_slowly(marker: str) -> None:
         raise
 
 
+@pytest.mark.slow  # the workers' forkserver imports torch, Prefect and MLflow
 def test_stopped_workers_end_their_runs_then_exit_quietly(tmp_path, capfd):
-    pool = SeparatePools(1, multiprocessing.get_context("forkserver"), start_worker)
+    pool = SeparatePools(1, worker_context(), start_worker)  # one forkserver a process: the sweeps'
     marker = tmp_path / "run"
     try:
         task = pool.submit(_ends_slowly, str(marker))
