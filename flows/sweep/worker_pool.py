@@ -21,6 +21,7 @@ their runs ended, exits quietly: Python's default prints a traceback of the queu
 from __future__ import annotations
 
 import atexit
+import contextlib
 import multiprocessing
 import multiprocessing.context
 import os
@@ -158,7 +159,8 @@ def stop_workers(grace: float = 5.0) -> None:
     while time.monotonic() < deadline and any(child.is_alive() for child in ours):
         for child in ours:
             if child.pid is not None and child.is_alive():
-                os.kill(child.pid, signal.SIGINT)
+                with contextlib.suppress(ProcessLookupError):  # reaped meanwhile by its pool
+                    os.kill(child.pid, signal.SIGINT)
         time.sleep(0.2)
     for child in children:
         child.join(max(0.0, deadline - time.monotonic()))
