@@ -31,7 +31,8 @@ def test_stopped_workers_end_their_runs_then_exit_quietly(tmp_path, capfd):
         task = pool.submit(_ends_slowly, str(marker))
         while not (marker.exists() or task.done()):
             time.sleep(0.05)
-        assert marker.read_text() == "training", task.exception()
+        assert not task.done(), task.exception()  # it trains until interrupted
+        assert marker.read_text() == "training"
         stop_workers(grace=60.0)  # a hang guard only: the worker ends in about a second
         assert marker.read_text() == "ended"
         assert multiprocessing.active_children() == []

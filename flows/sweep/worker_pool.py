@@ -53,7 +53,7 @@ WORKER_MODULES = [
 ]  # fmt: skip
 
 
-def worker_context() -> multiprocessing.context.BaseContext:
+def worker_context() -> multiprocessing.context.ForkServerContext:
     """The processes of :class:`SeparatePools`: forked from the forkserver, which imports
     :data:`WORKER_MODULES` when this process first starts a worker and exits with it."""
     context = multiprocessing.get_context("forkserver")
@@ -144,23 +144,21 @@ def stop_workers(grace: float = 5.0) -> None:
     signal to one pid) would leave them training, and the task runner would wait for them before
     the flow could end.
 
-    A sweep's or tune's own workers (forked from the forkserver, :func:`worker_context`) are
-    interrupted as a Ctrl-C does, every 0.2 s until they exit: the first interrupt ends their run,
+    A sweep's or tune's own workers (the processes of :func:`worker_context`) are interrupted as a Ctrl-C does, every 0.2 s until they exit: the first interrupt ends their run,
     the others are ignored until they are idle, then end them. SIGTERM would reach Prefect's
     handler instead, whose exception, landing where Python can only print it (while the worker
     ends its run after the terminal's own Ctrl-C), printed a traceback. Other children get
     SIGTERM."""
     children = multiprocessing.active_children()
-    ours = [child for child in children if isinstance(child, multiprocessing.context.ForkServerProcess)]
+    ours = [child for child in children if isinstance(child, worker_context().Process)]
     for child in children:
         if child not in ours:
             child.terminate()
     deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and any(child.is_alive() for child in ours):
-        for child in ours:
-            if child.pid is not None and child.is_alive():
-                with contextlib.suppress(ProcessLookupError):  # reaped meanwhile by its pool
-                    os.kill(child.pid, signal.SIGINT)
+    while (alive := [child.pid for child in ours if child.is_alive() and child.pid]) and time.monotonic() < deadline:
+        for pid in alive:
+            with contextlib.suppress(ProcessLookupError):  # reaped meanwhile by its pool
+                os.kill(pid, signal.SIGINT)
         time.sleep(0.2)
     for child in children:
         child.join(max(0.0, deadline - time.monotonic()))
