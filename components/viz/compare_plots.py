@@ -41,8 +41,7 @@ def _figure(width: float, height: float) -> Figure:
 
 def legend_beside(ax: Axes) -> Legend | None:
     """The legend of ``ax``'s labelled artists to the right of the axes, outside the data area
-    (the constrained layout and :func:`attnlab.viz.heatmaps.save_figure`'s tight box keep it in the
-    picture); None when nothing is labelled."""
+    (the constrained layout keeps it in the picture); None when nothing is labelled."""
     if not ax.get_legend_handles_labels()[0]:
         return None
     return ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize="small")
