@@ -260,6 +260,21 @@ def wait_until(condition, timeout: float, what: str) -> None:
         time.sleep(0.1)
 
 
+def mlflow_server_command(port: int, folder: Path) -> list[str]:
+    """A real ``mlflow server`` on 127.0.0.1:``port`` whose SQLite backend (``server.db``) and
+    artifacts are in ``folder``. A new database is laid from the migrated empty copy, as attnlab
+    lays its own stores (:func:`attnlab.flows.tracking.store_schema.lay_new_database`): MLflow then
+    skips its ~70 migrations (1 CPU-s of the server's 7 to start); an existing one is kept (a
+    server started again on the same store)."""
+    from attnlab.flows.tracking.store_schema import lay_new_database
+
+    database = folder / "server.db"
+    if not database.exists():
+        lay_new_database(database)
+    return [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+            "--backend-store-uri", f"sqlite:///{database}", "--artifacts-destination", str(folder / "artifacts")]  # fmt: skip
+
+
 def server_answers(url: str, server: subprocess.Popen) -> bool:
     """True once ``url`` answers 200; fails the test when ``server`` exited first."""
     assert server.poll() is None, f"the server exited with status {server.returncode}"

@@ -16,7 +16,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from _flowkit import assert_one_line_error
+from _flowkit import assert_one_line_error, mlflow_server_command
 
 from attnlab.flows.services.servers import Server, mlflow_server_env, stop_group, wait_healthy
 
@@ -43,10 +43,9 @@ def cluster(tmp_path_factory, prefect_harness):
     mlflow_url, address = f"http://127.0.0.1:{mlflow_port}", f"tcp://127.0.0.1:{scheduler_port}"
     prefect_api = str(get_current_settings().api.url)
     base = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "MLFLOW_TRACKING", "ATTNLAB_"))}
-    mlflow_server = Server("MLflow", [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(mlflow_port),
-                                      "--workers", "1", "--backend-store-uri", f"sqlite:///{root / 'server.db'}",
-                                      "--artifacts-destination", str(root / "artifacts")],
-                           f"{mlflow_url}/health", root / "mlflow.log", mlflow_server_env())  # fmt: skip
+    mlflow_server = Server(
+        "MLflow", mlflow_server_command(mlflow_port, root), f"{mlflow_url}/health", root / "mlflow.log", mlflow_server_env()
+    )
     processes = [subprocess.Popen([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(scheduler_port), "--no-dashboard"],
                                   cwd=root, env=base, stdout=open(root / "scheduler.log", "ab"), stderr=subprocess.STDOUT,
                                   start_new_session=True)]  # fmt: skip

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _flowkit import TrainProcess, is_progress_line
+from _flowkit import TrainProcess, is_progress_line, mlflow_server_command
 
 ATTNLAB = str(Path(sys.executable).with_name("attnlab"))
 #: Many short epochs: training is still going when the server is killed after the first one.
@@ -44,8 +44,7 @@ def mlflow_server(tmp_path):
 
     def start() -> tuple[str, Server]:
         port = free_port()
-        command = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-                   "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}", "--artifacts-destination", str(tmp_path / "artifacts")]  # fmt: skip
+        command = mlflow_server_command(port, tmp_path)
         server = Server("MLflow", command, f"http://127.0.0.1:{port}/health", tmp_path / "mlflow-server.log", mlflow_server_env()).start()
         started.append(server)
         wait_healthy([server], timeout=600)  # a hang guard: the event is /health answering

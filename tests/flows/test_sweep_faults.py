@@ -8,7 +8,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
-from _flowkit import client_for, preloaded_processes
+from _flowkit import client_for, mlflow_server_command, preloaded_processes
 from _session_prefect import seed_home
 
 
@@ -43,15 +43,13 @@ def _log_epochs(args: tuple[str, str, int]) -> str:
 def tracking_server(tmp_path):
     """A real ``mlflow server`` on 127.0.0.1 with a SQLite backend; its URL."""
     import socket
-    import sys
 
     from attnlab.flows.services.servers import Server, mlflow_server_env, wait_healthy
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    command = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-               "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}", "--artifacts-destination", str(tmp_path / "artifacts")]  # fmt: skip
+    command = mlflow_server_command(port, tmp_path)
     url = f"http://127.0.0.1:{port}"
     server = Server("MLflow", command, f"{url}/health", tmp_path / "mlflow-server.log", mlflow_server_env()).start()
     try:
