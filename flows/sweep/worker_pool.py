@@ -144,8 +144,9 @@ def stop_workers(grace: float = 5.0) -> None:
     signal to one pid) would leave them training, and the task runner would wait for them before
     the flow could end.
 
-    A sweep's or tune's own workers (the processes of :func:`worker_context`) are interrupted as a Ctrl-C does, every 0.2 s until they exit: the first interrupt ends their run,
-    the others are ignored until they are idle, then end them. SIGTERM would reach Prefect's
+    A sweep's or tune's own workers (the processes of :func:`worker_context`) are interrupted as
+    a Ctrl-C does, every 0.2 s until they exit: the first interrupt ends their run, the others are
+    ignored until they are idle, then end them. SIGTERM would reach Prefect's
     handler instead, whose exception, landing where Python can only print it (while the worker
     ends its run after the terminal's own Ctrl-C), printed a traceback. Other children get
     SIGTERM."""
