@@ -21,17 +21,19 @@ from attnlab.plugins import create_plugin
 B, L, D = 64, 32, 128
 
 
-def median_seconds(fns: dict, repeats: int) -> dict[str, float]:
-    """Median seconds per call of each function, calling them in turn so drift hits all alike."""
+def median_seconds(fns: dict, repeats: int, warmup: int = 20, clock=time.perf_counter) -> dict[str, float]:
+    """Median seconds per call of each function, after ``warmup`` calls each, calling them in turn
+    so drift hits all alike; ``clock`` reads the seconds (wall time by default,
+    ``time.process_time`` for this process's CPU time)."""
     for fn in fns.values():
-        for _ in range(20):
+        for _ in range(warmup):
             fn()
     times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
-            started = time.perf_counter()
+            started = clock()
             fn()
-            times[name].append(time.perf_counter() - started)
+            times[name].append(clock() - started)
     return {name: statistics.median(ts) for name, ts in times.items()}
 
 

@@ -2,20 +2,20 @@
 a date example (11 source tokens, 12 output tokens, gold outlined), drawn and saved as
 :func:`attnlab.viz.heatmaps.save_figure` saves them (the constrained layout alone) beside the
 same figures saved with a tight bounding box, which draws each figure twice; the median CPU
-seconds of ``--repeats`` figures each, side by side in one run.
+seconds of ``--repeats`` figures each, the two ways in turn (``bench_attention.median_seconds``).
 
-Run: python benchmarks/bench_plots.py [--repeats 9]
+Run: python benchmarks/bench_plots.py [--repeats 25]
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from bench_attention import median_seconds
 
 from attnlab.viz.heatmaps import attention_heatmap, head_heatmaps, save_figure
 
@@ -23,20 +23,9 @@ SOURCE = [*"25-12-2023", "<eos>"]
 OUTPUT = [*"2023年12月25日", "<eos>"]
 
 
-def median_cpu_seconds(draw_and_save, repeats: int) -> float:
-    """Median process CPU seconds of ``draw_and_save()`` over ``repeats`` calls (after one warm-up)."""
-    draw_and_save()
-    times = []
-    for _ in range(repeats):
-        started = time.process_time()
-        draw_and_save()
-        times.append(time.process_time() - started)
-    return statistics.median(times)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--repeats", type=int, default=25)
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     weights = rng.random((4, len(OUTPUT), len(SOURCE)))
@@ -51,8 +40,16 @@ def main() -> None:
         print(f"median CPU seconds per figure, {args.repeats} figures each")
         print(f"{'figure':<12} {'save_figure':>11} {'tight box':>10}")
         for name, draw in figures.items():
-            saved = median_cpu_seconds(lambda draw=draw: save_figure(draw(), png), args.repeats)
-            tight = median_cpu_seconds(lambda draw=draw: draw().savefig(png, format="png", dpi=120, bbox_inches="tight"), args.repeats)
+            medians = median_seconds(
+                {
+                    "save_figure": lambda draw=draw: save_figure(draw(), png),
+                    "tight box": lambda draw=draw: draw().savefig(png, format="png", dpi=120, bbox_inches="tight"),
+                },
+                args.repeats,
+                warmup=1,
+                clock=time.process_time,
+            )
+            saved, tight = medians["save_figure"], medians["tight box"]
             print(f"{name:<12} {saved:>11.3f} {tight:>10.3f}  ({1 - saved / tight:.0%} less)")
 
 

@@ -226,7 +226,7 @@ def save_figure(fig: Figure, path: str | Path) -> Path:
     """Save ``fig`` as a PNG (dpi 120), creating parent folders; return the path. Every figure of
     attnlab has a constrained layout, which already keeps its titles, labels, colorbars and
     legends inside the picture: no tight bounding box, which would draw the figure a second time
-    to measure it (6% of a heatmap's CPU time, 12% of a four-head grid's:
+    to measure it (9% of a heatmap's CPU time, 10% of a four-head grid's:
     ``benchmarks/bench_plots.py``). A character no installed font draws (an emoji in a
     user's data) is drawn as a box without matplotlib's warning on stderr: the figure still shows
     where it is."""
