@@ -17,6 +17,7 @@ import typer
 
 from attnlab.flows.cli.options import CONFIG_FLAGS
 from attnlab.flows.tracking.errors import UserError
+from attnlab.flows.tracking.query_interrupts import note_interrupt
 
 if TYPE_CHECKING:
     from attnlab.flows.tracking.store import Store
@@ -113,32 +114,47 @@ def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM (a service manager, ``kill``) ends the command like Ctrl-C: a KeyboardInterrupt in
     the main thread. Elsewhere signals cannot be handled, and nothing changes."""
     import signal
+
+    with _interrupting(signal.SIGTERM):
+        yield
+
+
+@contextmanager
+def _interrupting(*signals: int) -> Iterator[None]:
+    """Each of ``signals`` raises KeyboardInterrupt in the main thread, noted first
+    (:func:`~attnlab.flows.tracking.query_interrupts.note_interrupt`); elsewhere nothing changes."""
+    import signal
     import threading
 
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
-    def terminate(signum: int, frame: FrameType | None) -> None:
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        note_interrupt()
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, terminate)
+    previous = {number: signal.signal(number, interrupt) for number in signals}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 @contextmanager
 def interrupts_quietly() -> Iterator[None]:
     """SIGTERM ends a training like Ctrl-C (the MLflow run ends KILLED, not stuck RUNNING), and
-    Prefect's crash reports for them are not printed."""
+    neither Prefect's crash reports for them nor SQLAlchemy's for a store query they cut into
+    are printed."""
+    import signal
+
     noise = _DropInterruptNoise()
     loggers = [logging.getLogger(name) for name in ("prefect.task_runs", "prefect.flow_runs", "prefect.flow_engine", "prefect.task_engine")]
     for logger in loggers:
         logger.addFilter(noise)
     try:
-        with sigterm_as_interrupt():
+        with _interrupting(signal.SIGINT, signal.SIGTERM):
             yield
     finally:
         for logger in loggers:

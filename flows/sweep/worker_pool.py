@@ -37,6 +37,7 @@ from typing import Any
 from prefect.task_runners import ProcessPoolTaskRunner
 
 from attnlab.flows.run.store_writes import WRITING
+from attnlab.flows.tracking.query_interrupts import note_interrupt
 from attnlab.ops.collector import collect_less_often
 from attnlab.ops.stale_runs import process_alive
 
@@ -135,6 +136,7 @@ def _on_interrupt(signum: int, frame: Any) -> None:
         raise SystemExit(128 + signum)  # multiprocessing ends the process on it without a traceback
     if not _interrupted:
         _interrupted = True
+        note_interrupt()
         raise KeyboardInterrupt
 
 

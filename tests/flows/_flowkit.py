@@ -102,7 +102,7 @@ def assert_one_line_error(err: str, *needles: str) -> None:
     lines = [line for line in err.splitlines() if line.strip() and not is_phase_line(line)]
     assert len(lines) == 1, err
     assert lines[0].startswith("attnlab: error: "), err
-    assert "Traceback" not in err
+    assert "Traceback" not in err, err
     for needle in needles:
         assert needle in lines[0], (needle, lines[0])
 

@@ -53,7 +53,7 @@ def ended_in_one_line(train: Train, since: float, lost: str) -> tuple[str, str]:
     seconds = time.monotonic() - since
     print(f"ended {seconds:.1f} s after the fault; stderr:\n{train.stderr}")
     assert code == 2 and seconds < BOUND, train.stderr
-    assert "Traceback" not in train.stderr
+    assert "Traceback" not in train.stderr, train.stderr
     assert all(is_progress_line(line) for line in train.lines[:-1]), train.stderr
     last = train.lines[-1]
     assert last.startswith(f"attnlab: error: {lost}"), last

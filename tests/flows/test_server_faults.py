@@ -94,7 +94,7 @@ def test_killed_server_ends_train_in_one_line_keeps_checkpoint_and_next_train_fa
     stderr = "\n".join(train.lines)
     print(f"ended {seconds:.1f} s after the server was killed; stderr:\n{stderr}")
     assert code == 2 and seconds < 60, stderr
-    assert "Traceback" not in stderr and "Retrying" not in stderr
+    assert "Traceback" not in stderr and "Retrying" not in stderr, stderr
     # Progress lines, then one error line naming the server, the kept checkpoint and the run.
     assert all(is_progress_line(line) for line in train.lines[:-1]), stderr
     last = train.lines[-1]

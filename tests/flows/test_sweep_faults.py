@@ -137,7 +137,7 @@ def test_a_terminated_sweep_ends_every_run_killed_and_leaves_no_worker(empty_sto
     finally:
         process.kill()
     assert process.returncode == 130
-    assert err.strip().splitlines()[-1].startswith("attnlab: error: interrupted") and "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith("attnlab: error: interrupted") and "Traceback" not in err, err
     runs = client_for(empty_store).search_runs([e.experiment_id for e in client_for(empty_store).search_experiments()])
     assert sorted(r.info.status for r in runs) == ["KILLED"] * 3  # the sweep run and both runs
     _, alive = psutil.wait_procs(workers, timeout=300)  # returns as soon as every worker has exited
