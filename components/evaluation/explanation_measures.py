@@ -1,0 +1,128 @@
+"""Attention and the gradient attributions, scored alike as explanations of the same outputs.
+
+On the erasure tests' sample of the test set (:func:`attnlab.evaluation.erasure.sample_indices`),
+teacher-forced on the gold target, each method explains the gold token's log-probability at every
+target step (EOS included) by a score per source position: attention its weights, a gradient
+method (:mod:`attnlab.evaluation.attribution`) the magnitude of its attribution. Per method:
+
+- **agreement with the gold alignment** (tasks that have one), the measures attention already
+  has (:mod:`attnlab.evaluation.alignment`) with the top-scored position as the "argmax":
+  ``within_one``, ``shifted_accuracy`` (after the modal offset) and ``error_rate`` (AER);
+- **faithfulness by erasure** (DeYoung et al. 2020, ERASER), at every step: erasing a position
+  replaces its token by PAD (whose embedding is zero: integrated gradients' baseline), positions
+  and mask unchanged, and the model runs again on the same prefix. ``comprehensiveness``: the
+  probability of the token minus that probability with the top-:data:`TOP_K` positions erased
+  (higher: those positions carried it); ``sufficiency``: minus that probability with every
+  position but those erased (lower: they suffice); ``flip_top1``: the share of steps whose
+  predicted token (argmax) changes when the top position is erased;
+- **agreement with attention**: Kendall's tau-b between the method's scores and the attention
+  weights over the source positions of a step, averaged over steps (Jain & Wallace 2019); steps
+  where either is constant have no tau and are left out.
+
+A model whose scorer does not attend (``none``) has no attention row (NaN) and no tau.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import Tensor
+
+from attnlab.data.splits import encode_examples
+from attnlab.data.vocab import PAD
+from attnlab.evaluation.alignment import alignment_metrics
+from attnlab.evaluation.attribution import DEFAULT_STEPS, METHODS, ROWS_AT_ONCE, attribute
+from attnlab.evaluation.erasure import SAMPLE_SIZE, sample_indices
+from attnlab.model.assembly import Seq2Seq
+from attnlab.plugins import Example
+
+#: Every explanation scored, attention first.
+EXPLANATIONS = ("attention", *METHODS)
+#: The measures of each explanation, in the order of the table's columns.
+MEASURES = ("within_one", "shifted_accuracy", "error_rate", "comprehensiveness", "sufficiency", "flip_top1", "tau_attention")
+#: Positions erased for comprehensiveness and kept for sufficiency.
+TOP_K = 1
+
+
+def explanation_table(model: Seq2Seq, examples: list[Example], size: int = SAMPLE_SIZE, steps: int = DEFAULT_STEPS) -> pd.DataFrame:
+    """One row per explanation (:data:`EXPLANATIONS`), one column per measure (:data:`MEASURES`),
+    over ``size`` sampled ``examples``; ``steps``: integrated gradients' points."""
+    sample = [examples[i] for i in sample_indices(len(examples), size)]
+    data = encode_examples(sample, model.src_vocab, model.tgt_vocab).trimmed()
+    tgt_in, targets = data.tgt[:, :-1], data.tgt[:, 1:]
+    model.eval()
+    with torch.no_grad():
+        attention = model(data.src, data.src_mask, tgt_in, need_weights=True).weights  # [N, T, Ls] or None
+    scores = {"attention": attention, **{m: attribute(model, data.src, data.src_mask, targets, m, steps=steps).abs() for m in METHODS}}
+    live = targets != PAD  # [N, T]
+    golds = [example.alignment for example in sample]
+    rows = {}
+    for name, score in scores.items():
+        if score is None:
+            rows[name] = dict.fromkeys(MEASURES, math.nan)
+            continue
+        ranked = score.masked_fill(~data.src_mask.unsqueeze(1), -math.inf)  # [N, T, Ls]
+        aligned = alignment_metrics(list(ranked), golds)
+        rows[name] = {
+            "within_one": aligned["alignment_within_one"],
+            "shifted_accuracy": aligned["alignment_shifted_accuracy"],
+            "error_rate": aligned["alignment_error_rate"],
+            **erasure_measures(model, data.src, data.src_mask, tgt_in, targets, live, ranked),
+            "tau_attention": mean_tau(score, attention, live, data.src_mask) if name != "attention" else math.nan,
+        }
+    return pd.DataFrame.from_dict(rows, orient="index", columns=list(MEASURES)).rename_axis("explanation")
+
+
+def erasure_measures(
+    model: Seq2Seq, src: Tensor, src_mask: Tensor, tgt_in: Tensor, targets: Tensor, live: Tensor, ranked: Tensor
+) -> dict[str, float]:
+    """comprehensiveness, sufficiency and flip_top1 over the ``live`` [N, T] steps, erasing by
+    ``ranked`` [N, T, Ls] (padding at -inf); src, src_mask [N, Ls], tgt_in, targets [N, T]."""
+    at = live.nonzero()  # [R, 2]: (example, step)
+    top = ranked[at[:, 0], at[:, 1]].topk(min(TOP_K, ranked.shape[-1]), dim=-1).indices  # [R, k]
+    chosen = torch.zeros(len(at), src.shape[1], dtype=torch.bool).scatter_(1, top, True) & src_mask[at[:, 0]]
+    full = _probabilities(model, src[at[:, 0]], src_mask[at[:, 0]], tgt_in[at[:, 0]], at[:, 1])  # [R, V]
+    without = _probabilities(model, src[at[:, 0]].masked_fill(chosen, PAD), src_mask[at[:, 0]], tgt_in[at[:, 0]], at[:, 1])
+    only = _probabilities(model, src[at[:, 0]].masked_fill(~chosen, PAD), src_mask[at[:, 0]], tgt_in[at[:, 0]], at[:, 1])
+    token = targets[at[:, 0], at[:, 1]].unsqueeze(1)
+    here = full.gather(1, token).squeeze(1)
+    flipped = full.argmax(-1) != without.argmax(-1)  # TOP_K is 1: erasing the top position
+    return {
+        "comprehensiveness": float((here - without.gather(1, token).squeeze(1)).mean()),
+        "sufficiency": float((here - only.gather(1, token).squeeze(1)).mean()),
+        "flip_top1": float(flipped.float().mean()),
+    }
+
+
+@torch.no_grad()
+def _probabilities(model: Seq2Seq, src: Tensor, src_mask: Tensor, tgt_in: Tensor, step: Tensor) -> Tensor:
+    """float [R, V]: the next-token probabilities of each row at its ``step`` [R]."""
+    parts = []
+    for rows in torch.arange(len(src)).split(ROWS_AT_ONCE):
+        logits = model(src[rows], src_mask[rows], tgt_in[rows]).logits  # [r, T, V]
+        parts.append(logits[torch.arange(len(rows)), step[rows]].softmax(-1))
+    return torch.cat(parts)
+
+
+def mean_tau(scores: Tensor, attention: Tensor | None, live: Tensor, src_mask: Tensor) -> float:
+    """Kendall's tau-b of ``scores`` and ``attention`` [N, T, Ls] over each live step's real source
+    positions, averaged over the steps that have one (NaN: none, or no attention)."""
+    from scipy.stats import kendalltau
+
+    if attention is None:
+        return math.nan
+    taus: list[float] = []
+    for n, t in live.nonzero().tolist():
+        real = src_mask[n]
+        if int(real.sum()) >= 2:
+            taus.append(kendalltau(scores[n, t, real].numpy(), attention[n, t, real].numpy()).statistic)
+    kept = [tau for tau in taus if not math.isnan(tau)]
+    return float(np.mean(kept)) if kept else math.nan
+
+
+def explanation_metrics(table: pd.DataFrame) -> dict[str, float]:
+    """``explain_<explanation>_<measure>`` for every cell of :func:`explanation_table`'s table."""
+    return {f"explain_{name}_{measure}": float(table.loc[name, measure]) for name in table.index for measure in table.columns}
