@@ -45,6 +45,20 @@ def test_an_interrupt_comes_out_of_a_worker_without_what_it_interrupted(exceptio
     assert isinstance(pickle.loads(pickle.dumps(raised.value)), KeyboardInterrupt)
 
 
+def test_an_interrupt_comes_out_of_a_worker_without_the_frames_it_cut_into():
+    """Prefect's worker turns the interrupt into ``SystemExit`` raised while handling it, whose
+    pickling (tblib's) carries the interrupt's traceback: one frame of unknown line in it (in
+    SQLAlchemy's compiled statements) failed that pickling, and the worker died printing it."""
+    import traceback
+
+    def cut_into() -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt) as raised:
+        interrupt_alone(cut_into)
+    assert [frame.name for frame in traceback.extract_tb(raised.value.__traceback__)][-1] == "interrupt_alone"
+
+
 def test_other_errors_keep_their_context():
     def fails() -> None:
         try:

@@ -31,7 +31,9 @@ def interrupt_alone(work: Callable[[], T]) -> T:
     exceptions it interrupted. Those travel with it back to the parent process (pickled with
     their context where tblib's pickling support is installed, as Dask installs it) and need not
     pickle: a Ctrl-C inside SQLAlchemy's first use of a class interrupts a ``KeyError`` holding a
-    weakref, and a worker that cannot send its exception back dies printing a traceback."""
+    weakref, and a worker that cannot send its exception back dies printing a traceback. Nor
+    does the interrupt keep the frames it cut into, which travel as its traceback: tblib cannot
+    pickle a frame whose line Python does not know (one of SQLAlchemy's compiled statements)."""
     try:
         return work()
     except BaseException as exc:
@@ -39,4 +41,4 @@ def interrupt_alone(work: Callable[[], T]) -> T:
             raise
         caught = exc
     caught.__context__ = caught.__cause__ = None
-    raise caught
+    raise caught.with_traceback(None)
