@@ -21,7 +21,7 @@ source positions get 0 (their embedding is the baseline's).
 Cost: per output step, one forward and backward pass of the model over the step's prefix for
 each example (``steps`` of them for integrated gradients), :data:`ROWS_AT_ONCE` examples at once.
 On 2 cores' one torch thread, 100 examples of the date task (10 source and 13 target tokens) with
-the default model take about 0.3 CPU-s by saliency, 0.3 by input x gradient and 11 by integrated
+the default model take about 0.3 CPU-s by saliency, 0.3 by input x gradient and 10 by integrated
 gradients at 32 steps (``python benchmarks/bench_attribution.py``).
 """
 
