@@ -59,6 +59,7 @@ def terminal():
     not interrupted yet, and is not left so."""
     pools = logging.getLogger("sqlalchemy.pool")
     level = pools.level
+    pools.setLevel(logging.NOTSET)  # as a process that was never interrupted (an earlier test may have been)
     printed = io.StringIO()
     handler = logging.StreamHandler(printed)
     logging.root.addHandler(handler)

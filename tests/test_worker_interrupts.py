@@ -16,6 +16,18 @@ class _Registered:
     pass
 
 
+@pytest.fixture(autouse=True)
+def _not_left_interrupted():
+    """A worker's interrupt quiets SQLAlchemy's pools for the rest of its process
+    (attnlab.flows.tracking.query_interrupts); this process goes on running other tests."""
+    import logging
+
+    pools = logging.getLogger("sqlalchemy.pool")
+    level = pools.level
+    yield
+    pools.setLevel(level)
+
+
 def _interrupted_inside_a_lookup() -> None:
     try:
         raise KeyError(weakref.ref(_Registered))  # as in SQLAlchemy's first use of a class
