@@ -53,14 +53,13 @@ def token_embedding(model: Seq2Seq) -> nn.Embedding:
     """The encoder's embedding of source tokens: its ``nn.Embedding`` of ``vocab_size`` rows (the
     one with ``padding_idx`` PAD, when a table of positions happens to have as many rows).
     PluginError naming the encoder when it has none or several (attributions are taken there)."""
-    found = [m for m in model.encoder.modules() if isinstance(m, nn.Embedding) and m.num_embeddings == model.encoder.vocab_size]
-    if len(found) > 1:
-        found = [m for m in found if m.padding_idx == PAD]
+    tables = [m for m in model.encoder.modules() if isinstance(m, nn.Embedding) and m.num_embeddings == model.encoder.vocab_size]
+    found = tables if len(tables) < 2 else [m for m in tables if m.padding_idx == PAD]
     if len(found) != 1:
-        name = type(model.encoder).__name__
+        padded = f", {len(found)} of them with padding_idx {PAD}" if len(tables) > 1 else ""
         raise PluginError(
-            f"encoder {name} has {len(found)} nn.Embedding modules of vocab_size ({model.encoder.vocab_size}) rows: "
-            "gradient attributions are taken at its one token embedding"
+            f"encoder {type(model.encoder).__name__} has {len(tables)} nn.Embedding modules of vocab_size "
+            f"({model.encoder.vocab_size}) rows{padded}: gradient attributions are taken at its one token embedding"
         )
     return found[0]
 

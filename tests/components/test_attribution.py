@@ -83,7 +83,10 @@ def test_an_encoder_without_one_token_embedding_is_named():
     model.encoder.extra = nn.Embedding(model.encoder.vocab_size, 4)  # a second table of vocab_size rows, no padding_idx
     assert token_embedding(model) is not model.encoder.extra
     model.encoder.extra.padding_idx = PAD
-    with pytest.raises(PluginError, match="has 2 nn.Embedding"):
+    with pytest.raises(PluginError, match="has 2 nn.Embedding modules of vocab_size .* rows, 2 of them with padding_idx 0"):
+        token_embedding(model)
+    model.encoder.extra.padding_idx = model.encoder.embedding.padding_idx = None
+    with pytest.raises(PluginError, match="has 2 nn.Embedding modules of vocab_size .* rows, 0 of them with padding_idx 0"):
         token_embedding(model)
 
 
