@@ -55,7 +55,9 @@ def explanation_table(model: Seq2Seq, examples: list[Example], size: int = SAMPL
     tgt_in, targets = data.tgt[:, :-1], data.tgt[:, 1:]
     model.eval()
     with torch.no_grad():
-        attention = model(data.src, data.src_mask, tgt_in, need_weights=True).weights  # [N, T, Ls] or None
+        unerased = model(data.src, data.src_mask, tgt_in, need_weights=True)
+    attention = unerased.weights  # [N, T, Ls] or None
+    probabilities = unerased.logits.softmax(-1)  # [N, T, V]
     scores = {"attention": attention, **{m: attribute(model, data.src, data.src_mask, targets, m, steps=steps).abs() for m in METHODS}}
     live = targets != PAD  # [N, T]
     golds = [example.alignment for example in sample]
@@ -70,24 +72,26 @@ def explanation_table(model: Seq2Seq, examples: list[Example], size: int = SAMPL
             "within_one": aligned["alignment_within_one"],
             "shifted_accuracy": aligned["alignment_shifted_accuracy"],
             "error_rate": aligned["alignment_error_rate"],
-            **erasure_measures(model, data.src, data.src_mask, tgt_in, targets, live, ranked),
+            **erasure_measures(model, data.src, data.src_mask, tgt_in, targets, live, ranked, probabilities),
             "tau_attention": mean_tau(score, attention, live, data.src_mask) if name != "attention" else math.nan,
         }
     return pd.DataFrame.from_dict(rows, orient="index", columns=list(MEASURES)).rename_axis("explanation")
 
 
 def erasure_measures(
-    model: Seq2Seq, src: Tensor, src_mask: Tensor, tgt_in: Tensor, targets: Tensor, live: Tensor, ranked: Tensor
+    model: Seq2Seq, src: Tensor, src_mask: Tensor, tgt_in: Tensor, targets: Tensor, live: Tensor, ranked: Tensor, probabilities: Tensor
 ) -> dict[str, float]:
     """comprehensiveness, sufficiency and flip_top1 over the ``live`` [N, T] steps, erasing by
-    ``ranked`` [N, T, Ls] (padding at -inf); src, src_mask [N, Ls], tgt_in, targets [N, T]."""
-    at = live.nonzero()  # [R, 2]: (example, step)
-    top = ranked[at[:, 0], at[:, 1]].topk(min(TOP_K, ranked.shape[-1]), dim=-1).indices  # [R, k]
-    chosen = torch.zeros(len(at), src.shape[1], dtype=torch.bool).scatter_(1, top, True) & src_mask[at[:, 0]]
-    full = _probabilities(model, src[at[:, 0]], src_mask[at[:, 0]], tgt_in[at[:, 0]], at[:, 1])  # [R, V]
-    without = _probabilities(model, src[at[:, 0]].masked_fill(chosen, PAD), src_mask[at[:, 0]], tgt_in[at[:, 0]], at[:, 1])
-    only = _probabilities(model, src[at[:, 0]].masked_fill(~chosen, PAD), src_mask[at[:, 0]], tgt_in[at[:, 0]], at[:, 1])
-    token = targets[at[:, 0], at[:, 1]].unsqueeze(1)
+    ``ranked`` [N, T, Ls] (padding at -inf); src, src_mask [N, Ls], tgt_in, targets [N, T];
+    probabilities [N, T, V]: the model's next-token probabilities with nothing erased."""
+    example, step = live.nonzero().unbind(1)  # [R] each: the steps measured
+    src, src_mask, tgt_in = src[example], src_mask[example], tgt_in[example]  # [R, ...]: a row per step
+    top = ranked[example, step].topk(min(TOP_K, ranked.shape[-1]), dim=-1).indices  # [R, k]
+    chosen = torch.zeros_like(src_mask).scatter_(1, top, True) & src_mask
+    full = probabilities[example, step]  # [R, V]
+    without = _probabilities(model, src.masked_fill(chosen, PAD), src_mask, tgt_in, step)
+    only = _probabilities(model, src.masked_fill(~chosen, PAD), src_mask, tgt_in, step)
+    token = targets[example, step].unsqueeze(1)
     here = full.gather(1, token).squeeze(1)
     flipped = full.argmax(-1) != without.argmax(-1)  # TOP_K is 1: erasing the top position
     return {
