@@ -31,6 +31,7 @@ NOT_DATA = frozenset(
         "embedding_dim", "hidden_size", "epochs", "batch_size", "length_bucketing", "learning_rate", "lr_schedule",
         "clip_norm", "teacher_forcing", "target_exact_match", "beam_size", "device", "compile_loops",
         "warmup_steps", "weight_decay", "label_smoothing", "dropout", "checkpoint", "average_last", "model_name",
+        "explain_examples", "explain_steps",
     }
 )  # fmt: skip
 

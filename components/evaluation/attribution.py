@@ -82,28 +82,39 @@ def attribute(
     src long [B, Ls] and src_mask bool [B, Ls] as the model takes them; outputs long [B, T]: the
     model's tokens (PAD after EOS). Steps after a row's EOS, and padded source positions, are 0.
     """
-    check_method(method, baseline, steps)
+    return attribute_methods(model, src, src_mask, outputs, (method,), baseline, steps)[method]
+
+
+def attribute_methods(
+    model: Seq2Seq, src: Tensor, src_mask: Tensor, outputs: Tensor, methods: tuple[str, ...] = METHODS,
+    baseline: str = "pad", steps: int = DEFAULT_STEPS,
+) -> dict[str, Tensor]:  # fmt: skip
+    """method -> float [B, T, Ls]: :func:`attribute` of each of ``methods``; saliency and input x
+    gradient share one gradient per step."""
+    for method in methods:
+        check_method(method, baseline, steps)
     # One padded column more, which changes no output (the encoder contract): an encoder's fast
     # path for unpadded batches (input gates looked up in a table folded from the embedding)
     # would not run the embedding module, where the attributions are taken.
     src, src_mask = nn.functional.pad(src, (0, 1), value=PAD), nn.functional.pad(src_mask, (0, 1), value=False)
     batch, length = outputs.shape
     live = _live_steps(outputs)
-    result = torch.zeros(batch, length, src.shape[1])
-    tgt_in = torch.cat([torch.full((batch, 1), SOS, dtype=torch.long), outputs[:, :-1]], dim=1)
+    results = {method: torch.zeros(batch, length, src.shape[1], device=src.device) for method in methods}
+    tgt_in = torch.cat([torch.full((batch, 1), SOS, dtype=torch.long, device=src.device), outputs[:, :-1]], dim=1)
     was_training = model.training
     model.eval()
     try:
         for step in range(length):  # the rows of one step share their prefix's length
             explained = live[:, step].nonzero().squeeze(1)
             for rows in explained.split(ROWS_AT_ONCE) if len(explained) else ():
-                scores = _attribute_rows(
-                    model, src[rows], src_mask[rows], tgt_in[rows, : step + 1], outputs[rows, step], method, baseline, steps
+                found = _attribute_rows(
+                    model, src[rows], src_mask[rows], tgt_in[rows, : step + 1], outputs[rows, step], methods, baseline, steps
                 )
-                result[rows, step] = scores.masked_fill(~src_mask[rows], 0.0).detach().float()
+                for method, scores in found.items():
+                    results[method][rows, step] = scores.masked_fill(~src_mask[rows], 0.0).detach().float()
     finally:
         model.train(was_training)
-    return result[..., :-1]
+    return {method: result[..., :-1].cpu() for method, result in results.items()}
 
 
 @contextmanager
@@ -128,10 +139,11 @@ def _live_steps(outputs: Tensor) -> Tensor:
 
 
 def _attribute_rows(
-    model: Seq2Seq, src: Tensor, src_mask: Tensor, prefix: Tensor, token: Tensor, method: str, baseline: str, steps: int
-) -> Tensor:
-    """float [R, Ls] for R rows: the attribution of ``token`` [R], the output after ``prefix``
-    [R, t+1] (SOS and the outputs before it), to each source position, reduced over the embedding."""
+    model: Seq2Seq, src: Tensor, src_mask: Tensor, prefix: Tensor, token: Tensor, methods: tuple[str, ...], baseline: str, steps: int
+) -> dict[str, Tensor]:
+    """method -> float [R, Ls] for R rows: the attribution of ``token`` [R], the output after
+    ``prefix`` [R, t+1] (SOS and the outputs before it), to each source position, reduced over the
+    embedding."""
     from captum.attr import LayerGradientXActivation, LayerIntegratedGradients
 
     def log_prob(src: Tensor, src_mask: Tensor, prefix: Tensor) -> Tensor:
@@ -140,14 +152,20 @@ def _attribute_rows(
 
     layer = token_embedding(model)
     extra = (src_mask, prefix)
-    found: Tensor
+    found: dict[str, Tensor] = {}
     with torch.enable_grad(), _embedding_used(model):
-        if method == "integrated_gradients":
+        if "integrated_gradients" in methods:
             integrated = LayerIntegratedGradients(log_prob, layer)
             start = torch.full_like(src, BASELINES[baseline]).masked_fill(~src_mask, PAD)
-            found = integrated.attribute(src, baselines=start, target=token, additional_forward_args=extra, n_steps=steps)
-            return found.sum(dim=-1)
-        found = LayerGradientXActivation(log_prob, layer, multiply_by_inputs=method == "input_x_gradient").attribute(
-            src, target=token, additional_forward_args=extra
-        )
-    return found.norm(dim=-1) if method == "saliency" else found.sum(dim=-1)
+            paths = integrated.attribute(src, baselines=start, target=token, additional_forward_args=extra, n_steps=steps)
+            found["integrated_gradients"] = paths.sum(dim=-1)
+        if {"saliency", "input_x_gradient"} & set(methods):
+            gradient = LayerGradientXActivation(log_prob, layer, multiply_by_inputs=False).attribute(
+                src, target=token, additional_forward_args=extra
+            )  # [R, Ls, E]
+            if "saliency" in methods:
+                found["saliency"] = gradient.norm(dim=-1)
+            if "input_x_gradient" in methods:
+                with torch.no_grad():
+                    found["input_x_gradient"] = (gradient * layer(src)).sum(dim=-1)  # the embedding the gradient was taken at
+    return found

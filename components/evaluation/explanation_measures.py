@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pandas as pd
 import torch
 from torch import Tensor
@@ -34,7 +33,7 @@ from torch import Tensor
 from attnlab.data.splits import encode_examples
 from attnlab.data.vocab import PAD
 from attnlab.evaluation.alignment import alignment_metrics
-from attnlab.evaluation.attribution import DEFAULT_STEPS, METHODS, ROWS_AT_ONCE, attribute
+from attnlab.evaluation.attribution import DEFAULT_STEPS, METHODS, ROWS_AT_ONCE, attribute_methods
 from attnlab.evaluation.erasure import SAMPLE_SIZE, sample_indices
 from attnlab.model.assembly import Seq2Seq
 from attnlab.plugins import Example
@@ -58,7 +57,8 @@ def explanation_table(model: Seq2Seq, examples: list[Example], size: int = SAMPL
         unerased = model(data.src, data.src_mask, tgt_in, need_weights=True)
     attention = unerased.weights  # [N, T, Ls] or None
     probabilities = unerased.logits.softmax(-1)  # [N, T, V]
-    scores = {"attention": attention, **{m: attribute(model, data.src, data.src_mask, targets, m, steps=steps).abs() for m in METHODS}}
+    attributions = attribute_methods(model, data.src, data.src_mask, targets, METHODS, steps=steps)
+    scores = {"attention": attention, **{m: attributions[m].abs() for m in METHODS}}
     live = targets != PAD  # [N, T]
     golds = [example.alignment for example in sample]
     rows = {}
@@ -75,7 +75,9 @@ def explanation_table(model: Seq2Seq, examples: list[Example], size: int = SAMPL
             **erasure_measures(model, data.src, data.src_mask, tgt_in, targets, live, ranked, probabilities),
             "tau_attention": mean_tau(score, attention, live, data.src_mask) if name != "attention" else math.nan,
         }
-    return pd.DataFrame.from_dict(rows, orient="index", columns=list(MEASURES)).rename_axis("explanation")
+    table = pd.DataFrame.from_dict(rows, orient="index", columns=list(MEASURES)).rename_axis("explanation")
+    table.attrs["examples"] = len(sample)
+    return table
 
 
 def erasure_measures(
@@ -113,20 +115,35 @@ def _probabilities(model: Seq2Seq, src: Tensor, src_mask: Tensor, tgt_in: Tensor
 
 def mean_tau(scores: Tensor, attention: Tensor | None, live: Tensor, src_mask: Tensor) -> float:
     """Kendall's tau-b of ``scores`` and ``attention`` [N, T, Ls] over each live step's real source
-    positions, averaged over the steps that have one (NaN: none, or no attention)."""
-    from scipy.stats import kendalltau
+    positions, averaged over the steps that have one (NaN: none, or no attention).
 
+    Per step, over the pairs i < j of its real positions, with sx = sign(x_i - x_j) and sy the same
+    for y: tau-b = sum(sx * sy) / sqrt(sum |sx| * sum |sy|) (the numerator is concordant minus
+    discordant pairs, and sum |sx| the pairs not tied in x); a step where either is constant has
+    no tau."""
     if attention is None:
         return math.nan
-    taus: list[float] = []
-    for n, t in live.nonzero().tolist():
-        real = src_mask[n]
-        if int(real.sum()) >= 2:
-            taus.append(kendalltau(scores[n, t, real].numpy(), attention[n, t, real].numpy()).statistic)
-    kept = [tau for tau in taus if not math.isnan(tau)]
-    return float(np.mean(kept)) if kept else math.nan
+    example, step = live.nonzero().unbind(1)  # [R] each
+    x, y = scores[example, step].double(), attention[example, step].double()  # [R, Ls]
+    real = src_mask[example]
+    upper = torch.ones(real.shape[1], real.shape[1], dtype=torch.bool).triu(1)  # [Ls, Ls]: i < j
+    pairs = real.unsqueeze(2) & real.unsqueeze(1) & upper  # [R, Ls, Ls]
+    sx = (x.unsqueeze(2) - x.unsqueeze(1)).sign() * pairs
+    sy = (y.unsqueeze(2) - y.unsqueeze(1)).sign() * pairs
+    untied = sx.abs().sum((1, 2)) * sy.abs().sum((1, 2))  # [R]
+    kept = untied > 0
+    if not kept.any():
+        return math.nan
+    return float(((sx * sy).sum((1, 2))[kept] / untied[kept].sqrt()).mean())
 
 
 def explanation_metrics(table: pd.DataFrame) -> dict[str, float]:
-    """``explain_<explanation>_<measure>`` for every cell of :func:`explanation_table`'s table."""
-    return {f"explain_{name}_{measure}": float(table.loc[name, measure]) for name in table.index for measure in table.columns}
+    """``explain_<explanation>_<measure>`` for every cell of :func:`explanation_table`'s table, and
+    ``explain_examples``: how many examples it scored (attention's tau with itself is no measure)."""
+    cells = {
+        f"explain_{name}_{measure}": float(table.loc[name, measure])
+        for name in table.index
+        for measure in table.columns
+        if (name, measure) != ("attention", "tau_attention")
+    }
+    return {**cells, "explain_examples": float(table.attrs["examples"])}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 import torch
@@ -21,6 +21,7 @@ from attnlab.data.splits import EncodedExamples, encode_examples
 from attnlab.evaluation.alignment import AlignmentTally
 from attnlab.evaluation.edit_distance import closest_index, sequence_error_rate, token_error_rate
 from attnlab.evaluation.erasure import erasure_metrics
+from attnlab.evaluation.explanation_measures import explanation_metrics
 from attnlab.model.assembly import Seq2Seq
 from attnlab.model.cpu_settings import release_freed_memory
 from attnlab.model.decode import beam_search, default_max_length, greedy_decode
@@ -40,13 +41,21 @@ class Evaluation:
     share of aligned steps per offset (offset, steps, share; see
     :meth:`attnlab.evaluation.alignment.AlignmentTally.offset_table`), None for a scorer that does not
     attend or a task without alignments; greedy_correct: greedy decoding's verdict on each row of
-    ``predictions`` (the same as ``correct`` when the evaluation was greedy)."""
+    ``predictions`` (the same as ``correct`` when the evaluation was greedy); explanations: the
+    explanations' table (:func:`with_explanations`), None when none were scored."""
 
     metrics: dict[str, float]
     per_length: pd.DataFrame
     predictions: pd.DataFrame
     alignment_offsets: pd.DataFrame | None = None
     greedy_correct: list[bool] | None = None
+    explanations: pd.DataFrame | None = None
+
+
+def with_explanations(evaluation: Evaluation, table: pd.DataFrame) -> Evaluation:
+    """``evaluation`` with the explanations' table (:func:`attnlab.evaluation.explanation_measures.explanation_table`)
+    as ``explanations`` and its cells among the metrics (``explain_<explanation>_<measure>``)."""
+    return replace(evaluation, metrics={**evaluation.metrics, **explanation_metrics(table)}, explanations=table)
 
 
 def decode_texts(

@@ -23,6 +23,7 @@ MAX_BATCH = 100_000
 MAX_EPOCHS = 10_000
 MAX_BEAM = 100
 MAX_STEPS = 10**9  # warmup_steps
+MAX_PATH_POINTS = 1024  # explain_steps
 #: Seeds are |seed| < 2**32: the per-epoch batch order seeds torch with seed * 100003 + epoch,
 #: which must fit torch's 64-bit seed.
 SEED_RANGE = 2**32
@@ -127,6 +128,17 @@ class ExperimentConfig(BaseModel):
     )
     average_last: EpochCount = Field(1, description="keep the mean of the last N epochs' weights (checkpoint 'last' only; 1: no averaging)")
     beam_size: BeamSize = Field(1, description="1 = greedy decoding at evaluation")
+    explain_examples: int = Field(
+        30,
+        ge=0,
+        le=MAX_EXAMPLES,
+        description="test examples on which attention and three gradient attributions (saliency, input x gradient, "
+        "integrated gradients) are scored as explanations, and the explorer's first examples explained by each "
+        "(at most 10); 0: neither",
+    )
+    explain_steps: int = Field(
+        16, ge=2, le=MAX_PATH_POINTS, description="points on integrated gradients' path from the baseline (more: closer to complete)"
+    )
 
     seed: int = Field(0, gt=-SEED_RANGE, lt=SEED_RANGE)
     device: str = Field("auto", description="'auto' (CUDA when present), 'cpu', 'cuda', 'cuda:N'")

@@ -48,6 +48,31 @@ GROUPS = {
     "greedy": "greedy decoding (the runs above used beam search)",
     "alignment": "alignment",
     "erasure": "erasure (teacher-forced)",
+    "explained alignment": "explanations' alignment error rate (AER; lower: nearer the gold alignment)",
+    "explained faithfulness": "explanations' comprehensiveness (probability lost when the top source is erased; higher: more faithful)",
+}
+#: The groups a train summary shows together as one table of explanations (a row per measure,
+#: a column per explanation: :func:`attnlab.lab.summaries.explanation_lines`).
+EXPLANATION_GROUPS = ("explained alignment", "explained faithfulness")
+
+#: The explanations scored side by side (attention, then the gradient attributions of
+#: :mod:`attnlab.evaluation.attribution`), and per group their measures with which direction is
+#: better and the summary's words (:mod:`attnlab.evaluation.explanation_measures` computes them;
+#: metric ``explain_<explanation>_<measure>``). The sweep's block of each group shows one measure
+#: per explanation: the first of the group.
+EXPLANATIONS = ("attention", "saliency", "input_x_gradient", "integrated_gradients")
+EXPLANATION_MEASURES: dict[str, tuple[tuple[str, Better, str], ...]] = {
+    "explained alignment": (
+        ("error_rate", "lower", "error rate (AER)"),
+        ("within_one", "higher", "within one"),
+        ("shifted_accuracy", "higher", "shifted by the mode"),
+    ),
+    "explained faithfulness": (
+        ("comprehensiveness", "higher", "comprehensiveness"),
+        ("sufficiency", "lower", "sufficiency"),
+        ("flip_top1", "higher", "flip rate (top 1 erased)"),
+        ("tau_attention", None, "Kendall's tau with attention"),
+    ),
 }
 
 
@@ -135,6 +160,15 @@ CATALOGUE: tuple[Metric, ...] = (
         for probe in ("top", "random", "gold")
     ),
     metric_entry("erasure_examples", None, at(COMPARE), "erasure", fmt=COUNT, short_fmt=COUNT),
+    *(
+        metric_entry(f"explain_{explanation}_{measure}", better, at(COMPARE, summary=words, **({"sweep": explanation} if first else {})), group)
+        for group, measures in EXPLANATION_MEASURES.items()
+        for index, (measure, better, words) in enumerate(measures)
+        for first in (index == 0,)
+        for explanation in EXPLANATIONS
+        if not (explanation == "attention" and measure == "tau_attention")
+    ),
+    metric_entry("explain_examples", None, at(COMPARE), "explained faithfulness", fmt=COUNT, short_fmt=COUNT),
 )  # fmt: skip
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from attnlab.lab.config import BEST_RULE
-from attnlab.lab.metric_catalogue import GROUPS, SUMMARY, SWEEP_LINE, Metric, shown_in
+from attnlab.lab.metric_catalogue import EXPLANATION_GROUPS, EXPLANATIONS, GROUPS, SUMMARY, SWEEP_LINE, Metric, shown_in
 
 #: The erasure line's two measures: their words and the prefix of their metrics' names.
 ERASURE_MEASURES = (("flip rate", "erasure_flip_"), ("probability drop", "erasure_drop_"))
@@ -38,12 +38,44 @@ def erasure_line(metrics: dict[str, float]) -> str | None:
     return f"erasure{sample}: " + ";  ".join(parts)
 
 
+def explanation_lines(metrics: dict[str, float]) -> list[str]:
+    """The summary's table of explanations: a column per explanation (attention first), a row per
+    measure of the catalogue's explanation groups, "-" where a measure has no value (attention's
+    own tau, a scorer that does not attend); [] when the run scored none, e.g.::
+
+        explanations (50 test examples)  attention  saliency  input_x_gradient  integrated_gradients
+          error rate (AER)                  0.3800    0.4300            0.4150                0.2820
+    """
+    examples = metrics.get("test_explain_examples")
+    if examples is None:
+        return []
+    rows: dict[str, dict[str, str]] = {}
+    for group in EXPLANATION_GROUPS:
+        for m in shown_in(SUMMARY, group):
+            explanation = next((e for e in EXPLANATIONS if m.name.startswith(f"explain_{e}_")), None)
+            if explanation is not None:
+                rows.setdefault(m.shown[SUMMARY], {})[explanation] = m.text(metrics[m.key]) if m.key in metrics else "-"
+    head = f"explanations ({examples:.0f} test examples)"
+    width = max(len(head), *(len(words) + 2 for words in rows))
+    lines = [head.ljust(width) + "".join(f"  {e}" for e in EXPLANATIONS)]
+    for words, cells in rows.items():
+        if set(cells.values()) == {"-"}:
+            continue  # a task without gold alignments has no alignment measures
+        lines.append(f"  {words}".ljust(width) + "".join(f"  {cells.get(e, '-'):>{len(e)}}" for e in EXPLANATIONS))
+    return lines
+
+
 def attention_lines(metrics: dict[str, float]) -> list[str]:
     """The summary's line of each group of the catalogue after the ``test:`` line (the alignment
     measures, the erasure tests, ...: ``test_*`` metrics), each only when its metrics are there (a
-    scorer that does not attend has none)."""
+    scorer that does not attend has none); the explanation groups as one table
+    (:func:`explanation_lines`)."""
     lines = []
     for group in GROUPS:
+        if group in EXPLANATION_GROUPS:
+            if group == EXPLANATION_GROUPS[0]:
+                lines.extend(explanation_lines(metrics))
+            continue
         if group == "erasure":
             line = erasure_line(metrics)
         else:

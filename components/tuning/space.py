@@ -37,6 +37,7 @@ from attnlab.lab.errors import UserError
 
 #: Plugin groups whose options a space may search (``scorer.heads``).
 OPTION_GROUPS = ("scorer", "encoder", "decoder")
+UNMEASURED = "does not change what a trial's validation measures"
 #: Config fields a space may not search, and why.
 FIXED = {
     **dict.fromkeys(
@@ -50,7 +51,7 @@ FIXED = {
     **dict.fromkeys(
         ("epochs", "target_exact_match"), "is each trial's budget, the same for every trial; give it with --epochs or the config"
     ),
-    **dict.fromkeys(("beam_size", "device", "model_name", "compile_loops"), "does not change what a trial's validation measures"),
+    **dict.fromkeys(("beam_size", "device", "model_name", "compile_loops", "explain_examples", "explain_steps"), UNMEASURED),
     **dict.fromkeys(
         ("scorer_options", "encoder_options", "decoder_options"), "is a mapping: search one option as GROUP.NAME, e.g. scorer.heads"
     ),

@@ -125,6 +125,25 @@ def test_attention_measures_are_columns_and_blocks_of_their_own():
     assert "alignment:" not in format_table(comparison_table(run_rows(results[1:]), ["none"]))
 
 
+def test_explanations_are_two_blocks_each_explanations_aer_then_each_ones_comprehensiveness():
+    names = ("attention", "saliency", "input_x_gradient", "integrated_gradients")
+    summaries = []
+    for seed, shift in ((0, 0.0), (1, 0.1)):
+        summary = _summary(0.9, [])
+        for i, name in enumerate(names):
+            summary["metrics"].update({f"test_explain_{name}_error_rate": 0.4 - 0.1 * i + shift,
+                                       f"test_explain_{name}_comprehensiveness": 0.2 + 0.05 * i, f"test_explain_{name}_sufficiency": 0.1})  # fmt: skip
+        summaries.append({"label": "additive", "seed": seed, "status": "FINISHED", "summary": summary})
+    text = format_table(comparison_table(run_rows(summaries), ["additive"]))
+    aer = text.split("\n\nexplanations' alignment error rate (AER; lower: nearer the gold alignment):\n")[1].split("\n\n")[0]
+    faithful = text.split("\n\nexplanations' comprehensiveness (probability lost when the top source is erased; higher: more faithful):\n")[
+        1
+    ]
+    assert aer.splitlines()[0].split() == ["combination", *names] == faithful.splitlines()[0].split()
+    assert aer.splitlines()[1].split()[0] == "additive" and "0.450 +- 0.050" in aer and "0.150 +- 0.050" in aer
+    assert "0.350 +- 0.000" in faithful.splitlines()[1] and "sufficiency" not in text  # one measure a block
+
+
 def test_greedy_metrics_of_beam_runs_are_a_block_of_their_own_and_absent_for_greedy_runs():
     beam = _summary(0.8, [])
     beam["metrics"].update({"test_greedy_exact_match": 0.7, "test_greedy_token_error_rate": 0.12, "test_greedy_sequence_error_rate": 0.3})

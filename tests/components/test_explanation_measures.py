@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from explained_models import KEPT, OnePositionEncoder, built_model
@@ -13,6 +14,7 @@ from attnlab.data.splits import encode_examples
 from attnlab.data.vocab import PAD
 from attnlab.evaluation.attribution import METHODS
 from attnlab.evaluation.explanation_measures import EXPLANATIONS, MEASURES, explanation_metrics, explanation_table, mean_tau
+from attnlab.lab import metric_catalogue
 from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import build_task
 from attnlab.plugins import Example
@@ -62,6 +64,26 @@ def test_kendalls_tau_over_the_real_positions_of_each_step():
     assert math.isnan(mean_tau(scores, None, live, src_mask))
 
 
+def test_the_catalogue_declares_every_explanation_and_measure_the_table_has():
+    declared = {m.name for m in metric_catalogue.CATALOGUE}
+    computed = {f"explain_{e}_{m}" for e in EXPLANATIONS for m in MEASURES} - {"explain_attention_tau_attention"}
+    assert computed <= declared and metric_catalogue.EXPLANATIONS == EXPLANATIONS
+    assert {m for group in metric_catalogue.EXPLANATION_MEASURES.values() for m, _, _ in group} == set(MEASURES)
+
+
+def test_kendalls_tau_equals_scipys_tau_b_with_ties_and_padding():
+    from scipy.stats import kendalltau
+
+    generator = torch.Generator().manual_seed(3)
+    scores = torch.randint(0, 4, (5, 3, 6), generator=generator).float()  # ties in plenty
+    attention = torch.randint(0, 3, (5, 3, 6), generator=generator).float()
+    src_mask = torch.arange(6) < torch.tensor([6, 5, 3, 2, 4]).unsqueeze(1)
+    live = torch.rand(5, 3, generator=generator) < 0.8
+    taus = [kendalltau(scores[n, t, src_mask[n]], attention[n, t, src_mask[n]]).statistic for n, t in live.nonzero().tolist()]
+    expected = np.nanmean(taus)
+    assert mean_tau(scores, attention, live, src_mask) == pytest.approx(expected, abs=1e-12)
+
+
 def test_a_model_without_attention_has_no_attention_row_and_every_gradient_row():
     torch.manual_seed(0)
     model, _, _ = built_model(scorer="none")
@@ -71,5 +93,6 @@ def test_a_model_without_attention_has_no_attention_row_and_every_gradient_row()
     assert table.loc[list(METHODS), ["within_one", "comprehensiveness", "sufficiency", "flip_top1"]].notna().all().all()
     assert table["tau_attention"].isna().all()
     metrics = explanation_metrics(table)
-    assert len(metrics) == len(EXPLANATIONS) * len(MEASURES)
+    assert len(metrics) == len(EXPLANATIONS) * len(MEASURES)  # less attention's tau, plus the count
+    assert metrics["explain_examples"] == 8
     assert metrics["explain_integrated_gradients_flip_top1"] == table.loc["integrated_gradients", "flip_top1"]

@@ -11,7 +11,8 @@ import torch
 
 from attnlab.evaluation import arm_significance
 from attnlab.evaluation.compare import comparison_table, format_table, run_rows
-from attnlab.evaluation.metrics import evaluate
+from attnlab.evaluation.explanation_measures import explanation_table
+from attnlab.evaluation.metrics import evaluate, with_explanations
 from attnlab.evaluation.run_compare import comparison, format_comparison
 from attnlab.evaluation.significance import Outcomes, paired_bootstrap
 from attnlab.lab import metric_catalogue
@@ -88,7 +89,9 @@ def test_every_metric_the_evaluation_computes_is_declared_and_nothing_else():
     config = ExperimentConfig(hidden_size=8, embedding_dim=8)
     task = build_task(config)
     torch.manual_seed(0)
-    computed = {f"test_{name}" for name in evaluate(build_model(config, task), task.generate(8, 0), beam_size=2).metrics}
+    model, examples = build_model(config, task), task.generate(8, 0)
+    evaluation = with_explanations(evaluate(model, examples, beam_size=2), explanation_table(model, examples, steps=2))
+    computed = {f"test_{name}" for name in evaluation.metrics}
     declared = [m.key for m in CATALOGUE if m.test]
     assert len(set(declared)) == len(declared), "a metric is declared twice"
     assert computed == set(declared)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from attnlab.lab.summaries import (
     attention_lines,
+    explanation_lines,
     finish_line,
     format_summary,
     format_sweep,
@@ -32,6 +33,25 @@ def test_the_summary_leaves_out_what_a_scorer_without_attention_lacks():
         "erasure (500 test examples): flip rate top 0.2500  random 0.0000  gold 0.5000;  "
         "probability drop top 0.3000  random -0.0010  gold 0.4000",
     ]
+
+
+def test_the_explanations_are_one_table_a_row_per_measure_a_column_per_explanation():
+    names = ("attention", "saliency", "input_x_gradient", "integrated_gradients")
+    measures = ("error_rate", "within_one", "shifted_accuracy", "comprehensiveness", "sufficiency", "flip_top1", "tau_attention")
+    metrics = {f"test_explain_{n}_{m}": 0.1 * i + 0.01 * j for i, n in enumerate(names) for j, m in enumerate(measures)}
+    del metrics["test_explain_attention_tau_attention"]
+    lines = explanation_lines({**metrics, "test_explain_examples": 30.0})
+    assert lines[0].split() == ["explanations", "(30", "test", "examples)", *names]
+    assert lines[1].split() == ["error", "rate", "(AER)", "0.0000", "0.1000", "0.2000", "0.3000"]
+    assert lines[6].split() == ["flip", "rate", "(top", "1", "erased)", "0.0500", "0.1500", "0.2500", "0.3500"]
+    assert lines[7].split()[-4:] == ["-", "0.1600", "0.2600", "0.3600"]  # attention's tau with itself is no measure
+    assert [len(line) for line in lines[1:]] == [len(lines[0])] * 7  # each value under its explanation's name
+    # a task without gold alignments has no alignment rows; a run that scored none, no table
+    unaligned = {k: v for k, v in metrics.items() if not k.endswith(("error_rate", "within_one", "shifted_accuracy"))}
+    assert [line.split("  ")[1] for line in explanation_lines({**unaligned, "test_explain_examples": 30.0})[1:]] == [
+        "comprehensiveness", "sufficiency", "flip rate (top 1 erased)", "Kendall's tau with attention"]  # fmt: skip
+    assert explanation_lines(metrics) == [] and attention_lines({"test_exact_match": 1.0}) == []
+    assert attention_lines({**metrics, "test_explain_examples": 30.0}) == lines
 
 
 def test_a_train_summary_says_what_became_of_the_model():
