@@ -6,9 +6,11 @@ steps, and the whole process as the shell sees it. Beside it, the floor of any s
 fresh process that only imports what every run needs (torch with the part its optimizers import,
 MLflow with its SQLite store, Prefect's flow engine, matplotlib), taking turns with the command.
 With ``--before PATH``, the ``attnlab`` executable of another checkout (e.g. an earlier commit
-set up with ``make setup`` in a git worktree) takes turns too, in a column of its own.
+set up with ``make setup`` in a git worktree) takes turns too, in a column of its own; with
+``--without-explanations``, this checkout with ``-o explain_examples=0`` (what scoring the
+explanations and drawing them on the explorer page cost a run).
 
-Run: python benchmarks/bench_cli_train.py [--repeats 5] [--before OTHER/.venv/bin/attnlab]
+Run: python benchmarks/bench_cli_train.py [--repeats 5] [--before OTHER/.venv/bin/attnlab] [--without-explanations]
 """
 
 from __future__ import annotations
@@ -24,11 +26,11 @@ import time
 from pathlib import Path
 
 
-def one_run(attnlab: Path, store: Path) -> dict[str, float]:
+def one_run(attnlab: Path, store: Path, options: tuple[str, ...] = ()) -> dict[str, float]:
     env = {**os.environ, "ATTNLAB_MLFLOW_DIR": str(store)}
     env.pop("MLFLOW_TRACKING_URI", None)
     started = time.perf_counter()
-    out = subprocess.run([str(attnlab), "train", "--json"], env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run([str(attnlab), "train", "--json", *options], env=env, capture_output=True, text=True, check=True)
     wall = time.perf_counter() - started
     summary = json.loads(out.stdout)
     timings = summary["timings"]
@@ -56,15 +58,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--before", type=Path, help="the attnlab executable of another checkout, run in turn with this one")
+    parser.add_argument("--without-explanations", action="store_true", help="this checkout with -o explain_examples=0 too")
     args = parser.parse_args()
-    commands = {"this checkout": Path(sys.executable).with_name("attnlab")}
+    here = Path(sys.executable).with_name("attnlab")
+    commands: dict[str, tuple[Path, tuple[str, ...]]] = {"this checkout": (here, ())}
     if args.before is not None:
-        commands["--before"] = args.before
+        commands["--before"] = (args.before, ())
+    if args.without_explanations:
+        commands["no explanations"] = (here, ("-o", "explain_examples=0"))
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in [*commands, "floor"]}
     with tempfile.TemporaryDirectory() as folder:
         for _ in range(args.repeats):
-            for name, attnlab in commands.items():
-                runs[name].append(one_run(attnlab, Path(folder) / name.strip("-").replace(" ", "-") / "mlflow"))
+            for name, (attnlab, options) in commands.items():
+                runs[name].append(one_run(attnlab, Path(folder) / name.strip("-").replace(" ", "-") / "mlflow", options))
             runs["floor"].append(import_floor())
     for results in runs.values():
         for r in results:

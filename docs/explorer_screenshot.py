@@ -5,7 +5,10 @@ version's page), opens it at 1280 CSS pixels wide, chooses the first example (th
 one), shows its first head when the model has several views, hovers an output character that has
 a gold source, and writes the whole page as a 256-colour PNG.
 
-Usage: python docs/explorer_screenshot.py EXPLORER_HTML OUT_PNG [--zoom 2]
+With ``--explain METHOD`` it draws that gradient attribution instead of attention (the page's
+*explain by* switch) and shows no head.
+
+Usage: python docs/explorer_screenshot.py EXPLORER_HTML OUT_PNG [--zoom 2] [--explain integrated_gradients]
 Needs: chromium (Debian: apt-get install chromium) and playwright (the project's dev extras).
 """
 
@@ -61,6 +64,7 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--zoom", type=float, default=1.0, help="browser zoom: 2 shows the page as at 200%%")
     parser.add_argument("--width", type=int, default=1280)
+    parser.add_argument("--explain", metavar="METHOD", help="draw this gradient attribution (e.g. integrated_gradients)")
     args = parser.parse_args()
     document = document_of(args.page)
     executable = shutil.which("chromium") or "/usr/bin/chromium"
@@ -75,7 +79,9 @@ def main() -> None:
             page.add_style_tag(content=css)
             page.evaluate("document.fonts.ready")
         views = page.eval_on_selector_all('[data-testid="view-select"] option', "ns => ns.map(n => n.value)")
-        if len(views) > 1:
+        if args.explain:
+            page.select_option('[data-testid="explain-select"]', args.explain)
+        elif len(views) > 1:
             page.select_option('[data-testid="view-select"]', views[1])
         page.hover(f'[data-testid="output-token"][data-index="{hovered_step(document)}"]')
         page.screenshot(path=str(args.out), full_page=True)

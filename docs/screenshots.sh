@@ -8,6 +8,7 @@
 #   mlflow-ui-default.png  the same experiment opened without it (MLflow's GenAI overview)
 #   explorer.png           the attention explorer page of a 3-epoch multihead run, one output
 #                          character hovered (docs/explorer_screenshot.py, Playwright)
+#   explorer-attribution.png  the same page explained by integrated gradients (its *explain by*)
 #
 # Usage: docs/screenshots.sh [OUT_DIR]
 # Needs: chromium (Debian: apt-get install chromium) and the project's .venv (or ATTNLAB=path).
@@ -60,4 +61,5 @@ shot "$out/mlflow-ui-default.png" "${link%%/runs?*}"
 "$attnlab" train --scorer multihead --epochs 3 -o train_size=800 -o target_exact_match=1.0 >/dev/null 2>>"$work/train.log" || failed
 page=$(ls -t "$ATTNLAB_MLFLOW_DIR"/artifacts/attnlab-date/*/artifacts/attention/explorer.html | head -n 1)
 "$python" "$root/docs/explorer_screenshot.py" "$page" "$out/explorer.png"
-ls -l "$out"/mlflow-ui-*.png "$out/explorer.png" >&2
+"$python" "$root/docs/explorer_screenshot.py" "$page" "$out/explorer-attribution.png" --explain integrated_gradients
+ls -l "$out"/mlflow-ui-*.png "$out/explorer.png" "$out/explorer-attribution.png" >&2

@@ -67,7 +67,7 @@ def document_characters(compact: Mapping[str, Any]) -> str:
     token and target of every example and snapshot."""
     texts = [compact["title"], compact.get("subtitle") or "", compact.get("note") or ""]
     for model in compact["models"]:
-        texts += [model["name"], *model["views"], *model.get("metrics", {})]
+        texts += [model["name"], *model["views"], *model.get("explanations", []), *model.get("metrics", {})]
         snapshots = model["snapshots"] or {"examples": []}
         texts += snapshots.get("labels") or []
         for example in model["examples"] + snapshots["examples"]:
@@ -114,6 +114,7 @@ _PAGE = """<!DOCTYPE html>
   <div class="controls">
     <label id="model-control" hidden>model <select id="model-select" data-testid="model-select"></select></label>
     <span id="model-metrics" class="metrics" data-testid="model-metrics"></span>
+    <label id="explain-control" hidden>explain by <select id="explain-select" data-testid="explain-select"></select></label>
     <label id="view-control" hidden>view <select id="view-select" data-testid="view-select"></select></label>
   </div>
 </header>
@@ -129,10 +130,12 @@ _PAGE = """<!DOCTYPE html>
     <ul id="example-list" data-testid="example-list" role="listbox" aria-labelledby="examples-heading"></ul>
   </section>
   <section id="detail" aria-labelledby="detail-heading">
-    <h2 id="detail-heading">Attention</h2>
+    <h2 id="detail-heading" data-testid="detail-heading">Attention</h2>
     <dl id="detail-info" class="info"></dl>
     <p class="hint">Hover or focus a character: an output character shades the source by its weights
-      (darkest = most attended, marked with a dot), a source character shades the outputs that read it.</p>
+      (darkest = most attended, marked with a dot), a source character shades the outputs that read it.
+      A gradient attribution (explain by) shades each source character by its share of the output
+      character's absolute attribution.</p>
     <div class="tokens">
       <span class="row-label" id="source-label">source</span>
       <div id="source-row" class="token-row" role="group" aria-labelledby="source-label"></div>
@@ -142,9 +145,9 @@ _PAGE = """<!DOCTYPE html>
     <p id="hover-info" class="hover-info" aria-live="polite"></p>
     <div id="grid-wrap" class="grid-wrap"></div>
     <div class="legend" aria-label="legend">
-      <span><span class="swatch ramp"></span> weight 0 to 1</span>
+      <span><span class="swatch ramp"></span> <span id="legend-ramp">weight 0 to 1</span></span>
       <span><span class="swatch gold-swatch"></span> gold link (a dashed outline on a character)</span>
-      <span><span class="swatch argmax-swatch"></span> most attended (argmax of the row)</span>
+      <span><span class="swatch argmax-swatch"></span> <span id="legend-top">most attended (argmax of the row)</span></span>
       <span><span class="mark wrong-mark">&#x2717;</span> wrong output</span>
     </div>
     <div id="compare"></div>

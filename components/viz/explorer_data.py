@@ -21,13 +21,23 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from attnlab.data.splits import encode_examples
+from attnlab.evaluation.attribution import DEFAULT_STEPS
 from attnlab.evaluation.metrics import decode_texts
 from attnlab.lab.config import ExperimentConfig
 from attnlab.lab.metric_catalogue import EXPLORER, shown_in
 from attnlab.model.assembly import Seq2Seq
 from attnlab.plugins import Example
 from attnlab.viz.explorer_snapshots import FIRST_EPOCH_SNAPSHOTS, SnapshotRecorder, first_epoch_steps, snapshot_label
-from attnlab.viz.explorer_views import AVERAGE, DECIMALS, gold_positions, model_views, views_of, weight_count
+from attnlab.viz.explorer_views import (
+    AVERAGE,
+    DECIMALS,
+    explained_note,
+    explanations_of,
+    gold_positions,
+    model_views,
+    views_of,
+    weight_count,
+)
 
 __all__ = [
     "AVERAGE",
@@ -95,12 +105,15 @@ def within_budget(counts: Sequence[int], budget: int | None = None) -> int:
 
 
 def run_examples(
-    model: Seq2Seq, examples: Sequence[Example], limit: int = RUN_EXAMPLES, correct: Sequence[bool] | None = None
-) -> tuple[list[dict[str, Any]], str]:
+    model: Seq2Seq, examples: Sequence[Example], limit: int = RUN_EXAMPLES, correct: Sequence[bool] | None = None,
+    explain: int = 0, steps: int = DEFAULT_STEPS,
+) -> tuple[list[dict[str, Any]], str]:  # fmt: skip
     """The test examples a run's page shows and the note saying which: every example the model
     gets wrong (greedy decoding) first, then right ones, in test order, ``limit`` in all and no
     more than :data:`WEIGHT_BUDGET` weights. ``correct``: whether greedy decoding answers each
-    example right, when known (an evaluation that decoded greedily); else decoded here."""
+    example right, when known (an evaluation that decoded greedily); else decoded here. The first
+    ``explain`` (at most :data:`BUDGET_BATCH`) are explained by the gradient attributions too
+    (:func:`model_views`)."""
     if correct is None:
         device = next(model.parameters()).device
         data = encode_examples(list(examples), model.src_vocab, model.tgt_vocab).to(device)
@@ -111,7 +124,7 @@ def run_examples(
     wrong = [ex for ex, right in zip(examples, correct) if not right]
     chosen = (wrong + [ex for ex, right in zip(examples, correct) if right])[:limit]
     # A first small batch, then as many as its examples' size says fit, until the budget is spent.
-    shown = model_views(model, chosen[:BUDGET_BATCH])
+    shown = model_views(model, chosen[:BUDGET_BATCH], explain=min(explain, BUDGET_BATCH), steps=steps)
     counts = [weight_count(example) for example in shown]
     while within_budget(counts) == len(counts) < len(chosen):
         room = (_budget() - sum(counts)) * len(counts) // max(1, sum(counts))
@@ -162,25 +175,22 @@ def model_entry(
         "name": name,
         "metrics": shown_metrics(metrics or {}),
         "views": views_of(examples),
+        "explanations": explanations_of(examples),
         "examples": examples,
         "snapshots": snapshots,
     }
 
 
 def run_document(
-    model: Seq2Seq,
-    test_examples: Sequence[Example],
-    name: str,
-    subtitle: str | None = None,
-    metrics: Mapping[str, float] | None = None,
-    snapshots: dict[str, Any] | None = None,
-    limit: int = RUN_EXAMPLES,
-    correct: Sequence[bool] | None = None,
-) -> dict[str, Any]:
-    """The page of run ``name``: its test examples (:func:`run_examples`, ``correct`` as there)
-    and ``snapshots`` (:meth:`SnapshotRecorder.snapshots`); ``metrics`` of the evaluation (see
-    :func:`shown_metrics`)."""
-    examples, note = run_examples(model, test_examples, limit, correct)
+    model: Seq2Seq, test_examples: Sequence[Example], name: str, subtitle: str | None = None,
+    metrics: Mapping[str, float] | None = None, snapshots: dict[str, Any] | None = None, limit: int = RUN_EXAMPLES,
+    correct: Sequence[bool] | None = None, explain: int = 0, steps: int = DEFAULT_STEPS,
+) -> dict[str, Any]:  # fmt: skip
+    """The page of run ``name``: its test examples (:func:`run_examples`, ``correct``, ``explain``
+    and ``steps`` as there) and ``snapshots`` (:meth:`SnapshotRecorder.snapshots`); ``metrics`` of
+    the evaluation (see :func:`shown_metrics`)."""
+    examples, note = run_examples(model, test_examples, limit, correct, explain, steps)
+    note += explained_note(examples)
     return {
         "version": SCHEMA_VERSION,
         "title": f"attnlab run {name}",
@@ -190,12 +200,15 @@ def run_document(
     }
 
 
-def inputs_document(model: Seq2Seq, sources: Sequence[str], name: str, subtitle: str | None = None) -> dict[str, Any]:
+def inputs_document(
+    model: Seq2Seq, sources: Sequence[str], name: str, subtitle: str | None = None, explain: int = 0, steps: int = DEFAULT_STEPS
+) -> dict[str, Any]:
     """The page of model ``name``'s outputs on ``sources`` (``attnlab predict --html``): no
-    target, no gold, no snapshots."""
-    examples = model_views(model, list(sources))
+    target, no gold, no snapshots; the first ``explain`` explained by gradient attributions too
+    (``steps``: integrated gradients' points)."""
+    examples = model_views(model, list(sources), explain=explain, steps=steps)
     count = len(examples)
-    note = f"{count} input{'s' * (count != 1)} given to predict; no known answers"
+    note = f"{count} input{'s' * (count != 1)} given to predict; no known answers" + explained_note(examples)
     return {
         "version": SCHEMA_VERSION,
         "title": f"attnlab predict: {name}",

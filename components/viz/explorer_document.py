@@ -8,11 +8,13 @@ Document (``Lt`` output tokens, ``Ls`` source tokens of one example)::
      "models": [                                   # one per trained model, at least one
        {"name": str, "metrics": {str: number} (optional),
         "views": ["average", "head 1", ...],       # "average" first; [] when the model has no attention
+        "explanations": ["saliency", ...] (optional),  # gradient methods some examples are explained by
         "examples": [                              # in display order (wrong ones first)
           {"source_tokens": [str] * Ls, "output_tokens": [str] * Lt,
            "target": str | None, "correct": bool | None,
            "gold": [[int source position, ...] per output step (at most Lt lists)] | None,
-           "weights": {view: [Lt rows of Ls weights in [0, 1]] for every view}}],
+           "weights": {view: [Lt rows of Ls weights in [0, 1]] for every view},
+           "explained": {method: [Lt rows of Ls shares in [0, 1]]} (optional; methods of "explanations")}],
         "snapshots": None | {"epochs": [int] * E,     # the epoch of each snapshot (0: untrained)
                              "steps": [int] * E (optional),   # the optimisation step of each
                              "labels": [str] * E (optional),  # the slider's name of each
@@ -69,14 +71,19 @@ def _model(model: Any, where: str) -> dict[str, Any]:
     _require(len(set(views)) == len(views), f"{where}.views", f"has a repeated name: {views}")
     _require(not views or views[0] == "average", f"{where}.views", f"must start with 'average', got {views}")
     out["views"] = list(views)
+    methods = _list(model.get("explanations", []), f"{where}.explanations")
+    for k, method in enumerate(methods):
+        _require(isinstance(method, str) and method != "", f"{where}.explanations[{k}]", "must be a non-empty string")
+    _require(len(set(methods)) == len(methods), f"{where}.explanations", f"has a repeated name: {methods}")
+    out["explanations"] = list(methods)
     examples = _list(model.get("examples"), f"{where}.examples")
-    out["examples"] = [_example(ex, out["views"], f"{where}.examples[{e}]") for e, ex in enumerate(examples)]
+    out["examples"] = [_example(ex, out["views"], f"{where}.examples[{e}]", out["explanations"]) for e, ex in enumerate(examples)]
     snapshots = model.get("snapshots")
     out["snapshots"] = None if snapshots is None else _snapshots(snapshots, f"{where}.snapshots")
     return _with_extras(out, model)
 
 
-def _example(example: Any, views: list[str], where: str) -> dict[str, Any]:
+def _example(example: Any, views: list[str], where: str, methods: list[str]) -> dict[str, Any]:
     _require(isinstance(example, Mapping), where, "must be a mapping")
     source = _tokens(example.get("source_tokens"), f"{where}.source_tokens")
     output = _tokens(example.get("output_tokens"), f"{where}.output_tokens")
@@ -96,6 +103,12 @@ def _example(example: Any, views: list[str], where: str) -> dict[str, Any]:
         "gold": _gold(example.get("gold"), len(output), len(source), f"{where}.gold"),
         "weights": {view: _matrix(weights[view], len(output), len(source), f"{where}.weights[{view!r}]") for view in views},
     }
+    explained = example.get("explained")
+    if explained is not None:
+        _require(isinstance(explained, Mapping), f"{where}.explained", "must be a mapping of method to matrix")
+        _require(set(explained) <= set(methods), f"{where}.explained",
+                 f"has methods {sorted(explained)}, expected some of the model's explanations {methods}")  # fmt: skip
+        out["explained"] = {m: _matrix(explained[m], len(output), len(source), f"{where}.explained[{m!r}]") for m in explained}
     return _with_extras(out, example)
 
 

@@ -27,12 +27,15 @@ def check_outputs(plot: Path | None, html: Path | None, count: int) -> None:
 
 def write_page(html: Path, seq2seq: Seq2Seq, texts: list[str], uri: str, config: ExperimentConfig) -> str:
     """The explorer page (:mod:`attnlab.viz.explorer`) of the model's attention on ``texts`` written
-    to ``html``; its path. Targets and gold alignments are unknown (null)."""
+    to ``html``; its path. Targets and gold alignments are unknown (null). Its first inputs are
+    explained by gradient attributions too (:func:`attnlab.viz.explorer_views.explained_on_page`)."""
     from attnlab.viz.explorer import write_explorer
     from attnlab.viz.explorer_data import describe, inputs_document
+    from attnlab.viz.explorer_views import explained_on_page
 
+    document = inputs_document(seq2seq, texts, uri, describe(config), explained_on_page(config), config.explain_steps)
     try:
-        return str(write_explorer(inputs_document(seq2seq, texts, uri, describe(config)), html))
+        return str(write_explorer(document, html))
     except OSError as exc:
         raise UserError(f"--html {str(html)!r} cannot be written: {exc.strerror or exc}") from None
 

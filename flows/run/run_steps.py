@@ -1,8 +1,10 @@
-"""The steps of one train run inside its MLflow run: data, training, evaluation, figures, the
-explorer page, logging, the model (logged, or registered and promoted by the one rule); and the
-run's summary. Each step is a Prefect task of :mod:`attnlab.flows.run.steps` or
-:mod:`attnlab.flows.run.model_steps`, timed by a :class:`~attnlab.training.timing.Stopwatch` section
-that first checks Prefect's server and the store's artifacts folder are still there.
+"""The steps of one train run inside its MLflow run: data, training, evaluation, the explanations'
+measures (unless ``explain_examples`` is 0), figures, the explorer page, logging, the model
+(logged, or registered and promoted by the one rule); and the run's summary. Each step is a
+Prefect task of :mod:`attnlab.flows.run.steps`, :mod:`attnlab.flows.run.measure_steps` or
+:mod:`attnlab.flows.run.model_steps`, timed by a
+:class:`~attnlab.training.timing.Stopwatch` section that first checks Prefect's server and the
+store's artifacts folder are still there.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from attnlab.evaluation.example_records import model_examples, plotted_examples
-from attnlab.flows.run import model_steps
+from attnlab.evaluation.metrics import with_explanations
+from attnlab.flows.run import measure_steps, model_steps
 from attnlab.flows.run import steps as tasks
 from attnlab.flows.run.steps import Trained
 from attnlab.flows.services import prefect_watch
@@ -77,7 +80,13 @@ def run_steps(
     with section("train"):
         trained = tasks.train(config, data, run_id, workdir)
     with section("evaluate"):
-        evaluation = tasks.evaluate_bundle(trained.bundle, data, config.beam_size, str(config.torch_device()))
+        evaluation = measure_steps.evaluate_bundle(trained.bundle, data, config.beam_size, str(config.torch_device()))
+    if config.explain_examples:
+        with section("explain"):
+            table = measure_steps.explain_bundle(
+                trained.bundle, data, config.explain_examples, config.explain_steps, str(config.torch_device())
+            )
+            evaluation = with_explanations(evaluation, table)
     with section("plot"):
         plotted = plotted_examples(evaluation.predictions, plan.example_plots, plan.probe, plan.probe_gold)
         attention = tasks.plot_attention(trained.bundle, plotted.sources, plotted.targets, workdir / "attention", data, plotted.golds)

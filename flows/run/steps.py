@@ -25,7 +25,7 @@ from attnlab.data.data_key import data_file_name, data_key, task_plugin_version
 from attnlab.data.datasets import data_spec, entry_problem, load_splits, save_splits
 from attnlab.data.examples import gold_alignments
 from attnlab.evaluation.example_records import Gold, attention_record, heatmap_title, merged_golds
-from attnlab.evaluation.metrics import Evaluation, evaluate, with_references
+from attnlab.evaluation.metrics import Evaluation, with_references
 from attnlab.flows.run import epoch_hooks
 from attnlab.flows.run.store_writes import tracked_write
 from attnlab.flows.services import prefect_watch
@@ -41,7 +41,15 @@ from attnlab.training.experiment import prepare_data, train_model
 from attnlab.training.progress import PROGRESS_LOGGER, StepProgress, epoch_line
 from attnlab.viz.alignment_plots import offset_chart, training_chart
 from attnlab.viz.explorer import write_explorer
-from attnlab.viz.explorer_data import CURVE_EXAMPLES, PROBE_EXAMPLES, SnapshotRecorder, describe, model_views, run_document
+from attnlab.viz.explorer_data import (
+    CURVE_EXAMPLES,
+    PROBE_EXAMPLES,
+    SnapshotRecorder,
+    describe,
+    model_views,
+    run_document,
+)
+from attnlab.viz.explorer_views import explained_on_page
 from attnlab.viz.heatmaps import attention_heatmap, head_heatmaps, save_figure
 from mlflow import MlflowClient
 
@@ -201,13 +209,6 @@ def train(config: ExperimentConfig, data: Path, run_id: str, workdir: Path) -> T
     return Trained(bundle, result.history, result.stopped_early, result.train_seconds, parameters, snapshots, result.selected)
 
 
-@task(name="evaluate", cache_policy=NO_CACHE)
-def evaluate_bundle(bundle: Path, data: Path, beam_size: int, device: str = "cpu") -> Evaluation:
-    """Metrics, per-length table and predictions of the bundled model on the test split."""
-    _, _, model = load_bundle(bundle, device=device)
-    return evaluate(model, load_splits(data).test, beam_size=beam_size)
-
-
 @task(name="plot-attention", cache_policy=NO_CACHE)
 def plot_attention(
     bundle: Path, sources: list[str], targets: list[str], out_dir: Path, data: Path | None = None, golds: list[Gold | None] | None = None
@@ -251,12 +252,16 @@ def explore_attention(
     model on its test split, wrong examples first (:func:`attnlab.viz.explorer_data.run_document`;
     ``correct``: greedy decoding's verdict on each test example, when the evaluation has it),
     with the training's ``snapshots``; and, for ``compare``, the model's explorer examples of
-    those sources."""
+    those sources. The page's first examples are explained by gradient attributions too
+    (:func:`attnlab.viz.explorer_views.explained_on_page`)."""
     config, _, model = load_bundle(bundle)
     name = MlflowClient().get_run(run_id).info.run_name or run_id
     recorded = json.loads(snapshots.read_text()) if snapshots is not None else None
     tests = with_references(load_splits(data).test)[0]  # one per source, as the evaluation's verdicts
-    document = run_document(model, tests, name, describe(config), metrics, recorded, correct=correct)
+    explain = explained_on_page(config)
+    document = run_document(
+        model, tests, name, describe(config), metrics, recorded, correct=correct, explain=explain, steps=config.explain_steps
+    )
     page = write_explorer(document, out_dir / "explorer.html")
     return Explored(page, model_views(model, compare) if compare else None)
 

@@ -50,6 +50,9 @@ EPOCH_METRICS = {
     "learning_rate": "learning_rate",
 }
 
+#: The run's table of explanations (a row per explanation, a column per measure).
+EXPLANATIONS_ARTIFACT = "tables/explanations.json"
+
 
 def ensure_experiment(client: MlflowClient, name: str, store: Store) -> str:
     """The id of experiment ``name``, created (or restored) if needed. On the embedded store its
@@ -166,8 +169,9 @@ def evaluation_metrics(evaluation: Evaluation) -> dict[str, float]:
 def log_evaluation(client: MlflowClient, run_id: str, evaluation: Evaluation, extra: dict[str, float]) -> None:
     """Test metrics, per-length accuracy (as metrics with step = shortest length of the bucket,
     so MLflow draws accuracy over length) and the tables per_length, predictions (a sample),
-    test_outcomes (every test source's outcome, for paired tests) and (for a model that attends,
-    on a task with alignments) alignment_offsets."""
+    test_outcomes (every test source's outcome, for paired tests), (for a model that attends,
+    on a task with alignments) alignment_offsets and (when scored) explanations: a row per
+    explanation, a column per measure."""
     now = int(time.time() * 1000)
     metrics = [Metric(k, v, now, 0) for k, v in {**evaluation_metrics(evaluation), **extra}.items()]
     for row in evaluation.per_length.itertuples(index=False):
@@ -179,6 +183,8 @@ def log_evaluation(client: MlflowClient, run_id: str, evaluation: Evaluation, ex
     client.log_table(run_id, evaluation.predictions[list(OUTCOME_COLUMNS)], OUTCOMES_ARTIFACT)  # every source: paired tests
     if evaluation.alignment_offsets is not None:
         client.log_table(run_id, evaluation.alignment_offsets, "tables/alignment_offsets.json")
+    if evaluation.explanations is not None:
+        client.log_table(run_id, evaluation.explanations.reset_index(), EXPLANATIONS_ARTIFACT)
 
 
 def log_folder(client: MlflowClient, run_id: str, folder: Path, artifact_path: str) -> None:

@@ -12,6 +12,8 @@ import pytest
 import torch
 
 from attnlab.data.splits import make_splits, split_sizes
+from attnlab.data.vocab import pad_batch
+from attnlab.evaluation.attribution import METHODS, attribute
 from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import build_model, build_task
 from attnlab.model.predict import predict
@@ -30,6 +32,7 @@ from attnlab.viz.explorer_data import (
     sweep_document,
     views_of,
 )
+from attnlab.viz.explorer_views import EXPLAINED_EXAMPLES, attribution_shares, explained_on_page, explanations_of
 
 TINY = dict(hidden_size=16, embedding_dim=8)
 DATES = ["25-12-2023", "01-02-2003", "07-08-2009"]
@@ -116,6 +119,44 @@ def test_the_teacher_forced_pass_gives_the_weights_greedy_decoding_used(fields, 
         if p.head_weights is not None:
             for h, heads in enumerate(p.head_weights):
                 close(example["weights"][f"head {h + 1}"], heads)
+
+
+@pytest.mark.parametrize(
+    "fields", [dict(task="reverse"), dict(task="reverse", scorer="none", decoder="transformer", decoder_options={"heads": 2})]
+)
+def test_the_first_inputs_asked_are_explained_by_each_method_as_shares_of_its_attribution_of_the_output(fields):
+    _, task, model = tiny(**fields)
+    shown = model_views(model, DIGITS, explain=2, steps=2)
+    assert [list(example.get("explained", {})) for example in shown] == [list(METHODS), list(METHODS), []]
+    assert explanations_of(shown) == list(METHODS)
+    for example in shown[:2]:
+        for matrix in example["explained"].values():
+            check_matrix(matrix, len(example["output_tokens"]), len(example["source_tokens"]))
+    # the shares are those of the attribution of the greedy output shown, row by row
+    src, mask = pad_batch([model.src_vocab.encode(text) for text in DIGITS[:2]])
+    ids = {model.tgt_vocab.token(i): i for i in range(len(model.tgt_vocab))}
+    for row, example in enumerate(shown[:2]):
+        outputs = torch.tensor([[ids[t] for t in example["output_tokens"]]])
+        length = len(example["source_tokens"])
+        found = attribute(model, src[row : row + 1, :length], mask[row : row + 1, :length], outputs, "integrated_gradients", steps=2)
+        close(example["explained"]["integrated_gradients"], attribution_shares(found)[0].tolist())
+    assert model_views(model, DIGITS[:1])[0].keys() == shown[2].keys()  # not asked: no attributions
+
+
+def test_attribution_shares_are_each_rows_absolute_attribution_over_its_sum():
+    shares = attribution_shares(torch.tensor([[[-1.0, 3.0, 0.0], [0.0, 0.0, 0.0]]]))
+    assert shares.tolist() == [[[0.25, 0.75, 0.0], [0.0, 0.0, 0.0]]]
+
+
+def test_a_run_page_explains_its_first_examples_and_says_so():
+    _, task, model = tiny()
+    document = run_document(model, examples(task, 6), "run", explain=2, steps=2)
+    assert document["models"][0]["explanations"] == list(METHODS)
+    assert sum("explained" in example for example in document["models"][0]["examples"]) == 2
+    assert document["note"].endswith("; the first 2 explained by gradient attributions too")
+    plain = run_document(model, examples(task, 6), "run")
+    assert plain["models"][0]["explanations"] == [] and "explained" not in plain["note"]
+    assert explained_on_page(ExperimentConfig()) == EXPLAINED_EXAMPLES and explained_on_page(ExperimentConfig(explain_examples=0)) == 0
 
 
 def test_examples_carry_their_target_and_gold_cut_to_the_output():

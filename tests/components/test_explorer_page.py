@@ -192,9 +192,16 @@ EX = "models.0.examples.1"
         (_set("models.0.snapshots.examples.0.weights", lambda w: w[:1]), "models[0].snapshots.examples[0].weights: has 1 matrices, expected 2 (one per epoch)"),
         (_set("models.0.snapshots.examples.0.weights.1", lambda m: [row[:3] for row in m]), "models[0].snapshots.examples[0].weights[1][0]: 3 weights, expected 10"),
         (_set("models.0.metrics", {"exact_match": "high"}), "models[0].metrics['exact_match']: must be a number"),
+        (_set("models.0.explanations", ["saliency", "saliency"]), "models[0].explanations: has a repeated name"),
+        (_set(f"{EX}.explained", {"lime": [[0.1] * 10] * 12}), "models[0].examples[1].explained: has methods ['lime'], expected some of the model's explanations ['saliency']"),
+        (_set(f"{EX}.explained.saliency.0.1", 1.5), "models[0].examples[1].explained['saliency'][0][1]: is 1.5, expected a weight in [0, 1]"),
+        (_set(f"{EX}.explained.saliency", lambda m: m[:3]), "models[0].examples[1].explained['saliency']: 3 rows, expected 12"),
     ],
 )  # fmt: skip
 def test_a_bad_document_is_refused_naming_the_field(document, change, message):
+    document["models"][0]["explanations"] = ["saliency"]
+    document["models"][0]["examples"][1]["explained"] = {"saliency": [[0.1] * 10 for _ in range(12)]}
+    explorer_html(document)  # valid before the change
     change(document)
     with pytest.raises(ValueError, match=re.escape(f"explorer document: {message}")):
         explorer_html(document)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from attnlab.evaluation.explanation_measures import explanation_metrics, explanation_table
 from attnlab.lab.config import ExperimentConfig
 from attnlab.training.experiment import run_experiment
 
@@ -48,6 +49,23 @@ ATTENTION_METRICS = {
 # The edit-distance metrics (added later; the numbers above did not move): 117 edits over 704
 # target characters (64 dates x 11), 53 of the 64 outputs wrong.
 EDIT_METRICS = {"token_error_rate": 117 / 704, "sequence_error_rate": 53 / 64}
+# The explanations' table on the config's 30 examples, integrated gradients over its 16 points
+# (added later; the numbers above did not move): 240 aligned steps (30 dates x 8 digits) for the
+# alignment columns, 360 steps (12 target tokens each) for the erasure ones.
+EXPLANATION_METRICS = {
+    "explain_examples": 30.0,
+    **{f"explain_attention_{k}": v for k, v in {"within_one": 137 / 240, "shifted_accuracy": 75 / 240, "error_rate": 165 / 240,
+       "comprehensiveness": 0.08127140253782272, "sufficiency": 0.11198746412992477, "flip_top1": 70 / 360}.items()},
+    **{f"explain_saliency_{k}": v for k, v in {"within_one": 121 / 240, "shifted_accuracy": 73 / 240, "error_rate": 167 / 240,
+       "comprehensiveness": 0.06192680820822716, "sufficiency": 0.13051462173461914, "flip_top1": 73 / 360,
+       "tau_attention": 0.3659259259259259}.items()},
+    **{f"explain_input_x_gradient_{k}": v for k, v in {"within_one": 139 / 240, "shifted_accuracy": 95 / 240, "error_rate": 145 / 240,
+       "comprehensiveness": 0.08152778446674347, "sufficiency": 0.11815626174211502, "flip_top1": 92 / 360,
+       "tau_attention": 0.27938271604938275}.items()},
+    **{f"explain_integrated_gradients_{k}": v for k, v in {"within_one": 171 / 240, "shifted_accuracy": 144 / 240, "error_rate": 96 / 240,
+       "comprehensiveness": 0.17121827602386475, "sufficiency": 0.0330127514898777, "flip_top1": 122 / 360,
+       "tau_attention": 0.07555555555555556}.items()},
+}  # fmt: skip
 
 
 @pytest.fixture
@@ -63,3 +81,5 @@ def test_default_family_golden_numbers(one_thread):
     history = [(m["train_loss"], m["val_loss"], m["val_exact_match"]) for m in result.training.history]
     assert history == [pytest.approx(epoch, rel=1e-5, abs=1e-12) for epoch in HISTORY]
     assert result.evaluation.metrics == pytest.approx({**TEST_METRICS, **ATTENTION_METRICS, **EDIT_METRICS}, rel=1e-5, abs=1e-12)
+    table = explanation_table(result.model, result.splits.test, size=CONFIG.explain_examples, steps=CONFIG.explain_steps)
+    assert explanation_metrics(table) == pytest.approx(EXPLANATION_METRICS, rel=1e-5, abs=1e-12)

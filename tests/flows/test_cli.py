@@ -78,9 +78,12 @@ def test_train_text_summary_ends_with_how_to_open_the_ui(capsys, empty_store):
     assert lines[0].startswith("run ") and "experiment cli-text" in lines[0]
     assert lines[1].startswith("test:  exact_match")
     assert lines[2].startswith("alignment: within one ") and lines[3].startswith("erasure (50 test examples): flip rate top ")
-    assert lines[4] == "model: attnlab-date version 1 (models:/attnlab-date/1)"
-    assert lines[5].startswith("promotion on the benchmark (500 examples, run ")
-    assert lines[5].endswith("new champion: first champion: no model held the alias (challenger 0.0000)")
+    assert lines[4].split() == "explanations (30 test examples) attention saliency input_x_gradient integrated_gradients".split()
+    assert [line.split("  ")[1] for line in lines[5:12]] == ["error rate (AER)", "within one", "shifted by the mode", "comprehensiveness",
+                                                           "sufficiency", "flip rate (top 1 erased)", "Kendall's tau with attention"]  # fmt: skip
+    assert lines[12] == "model: attnlab-date version 1 (models:/attnlab-date/1)"
+    assert lines[13].startswith("promotion on the benchmark (500 examples, run ")
+    assert lines[13].endswith("new champion: first champion: no model held the alias (challenger 0.0000)")
     assert lines[-1].startswith("open the MLflow UI: attnlab ui")
     run = client_for(empty_store).get_run(lines[0].split()[1])
     assert run.info.experiment_id == client_for(empty_store).get_experiment_by_name("cli-text").experiment_id

@@ -75,7 +75,23 @@ def document() -> dict:
     }  # fmt: skip
 
 
-DOCUMENT = document()
+#: The gradient methods the first model's first examples are explained by (not the others).
+METHODS, EXPLAINED = ["saliency", "integrated_gradients"], 3
+
+
+def explained(document: dict) -> dict:
+    """``document`` with the first model's first :data:`EXPLAINED` examples explained by each of
+    :data:`METHODS` (matrices of their own seed: the other models' weights stay as they were)."""
+    rng = random.Random(11)
+    first = document["models"][0]
+    first["explanations"] = METHODS
+    for example in first["examples"][:EXPLAINED]:
+        shape = len(example["output_tokens"]), len(example["source_tokens"])
+        example["explained"] = {method: weights(rng, *shape) for method in METHODS}
+    return document
+
+
+DOCUMENT = explained(document())
 
 
 @pytest.fixture(scope="module")
@@ -267,6 +283,36 @@ def test_the_view_selector_switches_heads(page):
         assert cells(page, "grid-cell") == example["weights"][view]
         page.hover('[data-testid="output-token"][data-index="3"]')
         assert indexes(page, '[data-testid="source-token"].top') == [argmax(example["weights"][view][3])]
+
+
+def test_the_explain_switch_draws_each_methods_attribution_on_the_same_example_with_its_gold(page):
+    example = DOCUMENT["models"][0]["examples"][0]
+    options = page.eval_on_selector_all('[data-testid="explain-select"] option', "ns => ns.map(n => n.textContent)")
+    assert options == ["attention", "saliency", "integrated gradients"]
+    golds = page.eval_on_selector_all('[data-testid="grid-cell"].gold', "ns => ns.map(n => [+n.dataset.row, +n.dataset.col])")
+    for method in METHODS:
+        page.select_option('[data-testid="explain-select"]', method)
+        shares = example["explained"][method]
+        assert cells(page, "grid-cell") == shares
+        assert page.locator('[data-testid="detail-heading"]').inner_text() == f"Attribution: {method.replace('_', ' ')}"
+        assert page.locator('[data-testid="view-select"]').is_hidden()  # heads are attention's
+        assert "share of the attribution, 0 to 1" in page.locator(".legend").inner_text()
+        assert page.eval_on_selector_all('[data-testid="grid-cell"].gold', "ns => ns.map(n => [+n.dataset.row, +n.dataset.col])") == golds
+        page.hover('[data-testid="output-token"][data-index="3"]')
+        assert indexes(page, '[data-testid="source-token"].top') == [argmax(shares[3])]
+        assert f"depends most, by {method.replace('_', ' ')}, on source" in page.locator("#hover-info").inner_text()
+    # the same navigation: the next example is drawn by the method chosen; one not explained says so
+    page.locator('[data-testid="example-item"]').nth(1).click()
+    assert cells(page, "grid-cell") == DOCUMENT["models"][0]["examples"][1]["explained"]["integrated_gradients"]
+    page.locator('[data-testid="example-item"]').nth(EXPLAINED).click()
+    assert page.locator('[data-testid="no-weights"]').inner_text() == (
+        f"this example is not explained by integrated gradients: the page explains its first {EXPLAINED} examples"
+    )
+    page.select_option('[data-testid="explain-select"]', "attention")
+    assert cells(page, "grid-cell") == DOCUMENT["models"][0]["examples"][EXPLAINED]["weights"]["average"]
+    assert page.locator('[data-testid="view-select"]').is_visible()
+    page.select_option('[data-testid="model-select"]', "1")  # a model without attributions: no switch
+    assert page.locator('[data-testid="explain-select"]').is_hidden()
 
 
 def test_the_epoch_slider_redraws_the_snapshot_with_that_epochs_weights(page):

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 from _flowkit import assert_one_line_error, client_for
 
+from attnlab.evaluation.attribution import METHODS
 from attnlab.flows.cli import app as cli
+from attnlab.viz.explorer_views import EXPLAINED_EXAMPLES
 
 DATA = re.compile(r'<script type="application/json" id="explorer-data">(.*?)</script>', re.S)
 
@@ -55,7 +57,10 @@ def test_a_train_run_logs_the_explorer_with_snapshots_inside_the_first_epoch_and
     correct = [example["correct"] for example in examples]
     assert correct == sorted(correct)  # wrong ones first
     assert sum(correct) / len(correct) == pytest.approx(summary["metrics"]["test_exact_match"])
-    assert document["note"] == f"all 100 test examples ({correct.count(False)} wrong), wrong ones first"
+    explained = f"the first {EXPLAINED_EXAMPLES} explained by gradient attributions too"
+    assert document["note"] == f"all 100 test examples ({correct.count(False)} wrong), wrong ones first; {explained}"
+    assert model["explanations"] == list(METHODS)
+    assert [list(example.get("explained", {})) for example in examples] == [list(METHODS)] * EXPLAINED_EXAMPLES + [[]] * 90
     assert all(example["gold"] is not None for example in examples)
     assert model["metrics"]["exact_match"] == pytest.approx(summary["metrics"]["test_exact_match"])
 
@@ -83,7 +88,9 @@ def test_predict_writes_the_page_for_its_inputs(capsys, tmp_path):
     for example, output in zip(model["examples"], outputs):
         assert example["target"] is None and example["correct"] is None and example["gold"] is None
         assert "".join(t for t in example["output_tokens"] if t != "<eos>") == output
-    assert model["snapshots"] is None
+        assert list(example["explained"]) == list(METHODS)  # each input explained by every method
+    assert model["snapshots"] is None and model["explanations"] == list(METHODS)
+    assert embedded(page)["note"] == "2 inputs given to predict; no known answers; each explained by gradient attributions too"
 
 
 @pytest.mark.parametrize("where", ["folder", "under a file"])

@@ -15,6 +15,7 @@ from _flowkit import KNOWN_DATES, LEARNS, TINY, client_for, point_at, run_flow
 from mlflow.entities import RunStatus
 
 from attnlab.data.datasets import data_spec, load_splits
+from attnlab.flows.run import measure_steps
 from attnlab.flows.run import steps as tasks
 from attnlab.flows.tracking import registry as model_registry
 from attnlab.flows.tracking import runs as tracking
@@ -75,7 +76,17 @@ def test_metric_histories_and_test_metrics(learned_store):
     assert metrics["epochs_trained"] == epochs
     by_length = client.get_metric_history(run_id, "test_exact_match_by_length")
     assert by_length and all(0.0 <= m.value <= 1.0 for m in by_length)
-    assert {"start_run", "data", "train", "evaluate", "plot", "explorer", "log", "register", "promote"} == set(summary["step_seconds"])
+    assert {"start_run", "data", "train", "evaluate", "explain", "plot", "explorer", "log", "register", "promote"} == set(
+        summary["step_seconds"]
+    )
+    # the explanations: every cell of the logged table is a metric of the run and of its summary
+    table = pd.read_json(Path(client.download_artifacts(run_id, "tables/explanations.json")), orient="split").set_index("explanation")
+    assert list(table.index) == ["attention", "saliency", "input_x_gradient", "integrated_gradients"]
+    assert metrics["test_explain_examples"] == 30 and "test_explain_attention_tau_attention" not in metrics
+    for name in table.index:
+        for measure in ("error_rate", "comprehensiveness", "sufficiency", "flip_top1"):
+            assert metrics[f"test_explain_{name}_{measure}"] == pytest.approx(table.loc[name, measure])
+            assert summary["metrics"][f"test_explain_{name}_{measure}"] == pytest.approx(table.loc[name, measure])
 
 
 def test_artifacts_heatmaps_weights_tables_data(learned_store):
@@ -220,7 +231,7 @@ def test_failed_run_ends_failed_and_keeps_what_it_logged(tmp_path, monkeypatch):
     def broken_evaluate(*args, **kwargs):
         raise RuntimeError("evaluation exploded")
 
-    monkeypatch.setattr(tasks, "evaluate", broken_evaluate)
+    monkeypatch.setattr(measure_steps, "evaluate", broken_evaluate)
     with pytest.raises(RuntimeError, match="evaluation exploded"):
         run_flow(tmp_path / "mlflow", **TINY)
     client = client_for(tmp_path / "mlflow")

@@ -8,7 +8,8 @@
   const HL = "37, 99, 235"; // the highlight colour; its alpha is the attention weight
 
   // epoch: an index into the snapshots' epochs, clamped to the last one (the trained model) at first.
-  const state = { model: 0, example: 0, view: "average", probe: 0, epoch: Number.MAX_SAFE_INTEGER, active: null };
+  // explain: "attention" (the view's weights) or a gradient method of the model's "explanations".
+  const state = { model: 0, example: 0, view: "average", explain: "attention", probe: 0, epoch: Number.MAX_SAFE_INTEGER, active: null };
 
   function el(tag, attrs, text) {
     const node = document.createElement(tag);
@@ -45,7 +46,21 @@
 
   const model = () => doc.models[state.model];
   const example = () => model().examples[state.example];
-  const weights = () => (model().views.length ? example().weights[state.view] : null);
+  const ATTENTION = "attention";
+  const byAttention = () => state.explain === ATTENTION;
+  const methodName = (method) => method.replace(/_/g, " ");
+  // The matrix drawn: the view's attention weights, or the chosen method's shares of attribution.
+  function weights() {
+    if (byAttention()) return model().views.length ? example().weights[state.view] : null;
+    return (example().explained || {})[state.explain] || null;
+  }
+  // What the drawn matrix is, in words: the heading, the grid's caption and the hover lines.
+  const shownName = () => (byAttention() ? "attention" : methodName(state.explain));
+  function noWeightsText() {
+    if (byAttention()) return "this model has no attention weights";
+    const explained = model().examples.filter((ex) => ex.explained && ex.explained[state.explain]).length;
+    return "this example is not explained by " + methodName(state.explain) + ": the page explains its first " + explained + " examples";
+  }
 
   // ---- header: title, model and view selectors -------------------------------------------
   function metricsText(m) {
@@ -65,10 +80,16 @@
   function renderViewSelect() {
     const views = model().views;
     if (!views.includes(state.view)) state.view = views[0] || "average";
+    const methods = model().explanations || [];
+    if (!byAttention() && !methods.includes(state.explain)) state.explain = ATTENTION;
+    const explain = $("explain-select");
+    explain.replaceChildren(...[ATTENTION, ...methods].map((m) => el("option", { value: m }, methodName(m))));
+    explain.value = state.explain;
+    $("explain-control").hidden = !methods.length;
     const select = $("view-select");
     select.replaceChildren(...views.map((v) => el("option", { value: v }, v)));
     select.value = state.view;
-    $("view-control").hidden = views.length < 2;
+    $("view-control").hidden = views.length < 2 || !byAttention();
     $("model-metrics").textContent =
       (doc.models.length < 2 ? model().name + (metricsText(model()) ? ": " : "") : "") + metricsText(model());
   }
@@ -171,10 +192,14 @@
     $("output-row").replaceChildren(...ex.output_tokens.map((t, i) => tokenButton(t, "output", i)));
     const w = weights();
     const wrap = $("grid-wrap");
+    $("detail-heading").textContent = byAttention() ? "Attention" : "Attribution: " + methodName(state.explain);
+    $("legend-ramp").textContent = byAttention() ? "weight 0 to 1" : "share of the attribution, 0 to 1";
+    $("legend-top").textContent = byAttention() ? "most attended (argmax of the row)" : "largest share (argmax of the row)";
     if (w) {
-      wrap.replaceChildren(grid(ex.source_tokens, ex.output_tokens, w, ex.gold, "grid-cell", "attention weights, " + state.view));
+      const caption = byAttention() ? "attention weights, " + state.view : methodName(state.explain) + ", share of the attribution";
+      wrap.replaceChildren(grid(ex.source_tokens, ex.output_tokens, w, ex.gold, "grid-cell", caption));
     } else {
-      wrap.replaceChildren(el("p", { class: "no-weights", "data-testid": "no-weights" }, "this model has no attention weights"));
+      wrap.replaceChildren(el("p", { class: "no-weights", "data-testid": "no-weights" }, noWeightsText()));
     }
     $("hover-info").textContent = "";
     renderCompare();
@@ -222,9 +247,12 @@
     }
     (side === "output" ? outputs : sources)[index].classList.add("active");
     if (!w) {
-      info.textContent = "this model has no attention weights";
+      info.textContent = noWeightsText();
       return;
     }
+    const [reads, readBy, amount] = byAttention()
+      ? ["attends most to", "is read most by", "weight"]
+      : ["depends most, by " + shownName() + ", on", "matters most, by " + shownName() + ", to", "share"];
     const gold = ex.gold || [];
     if (side === "output") {
       const row = w[index];
@@ -236,8 +264,8 @@
       for (const j of gold[index] || []) sources[j].classList.add("gold");
       for (const cell of $("grid-wrap").querySelectorAll('[data-row="' + index + '"]')) cell.classList.add("row-active");
       const goldText = (gold[index] || []).map((j) => "'" + ex.source_tokens[j] + "' (" + (j + 1) + ")").join(", ");
-      info.textContent = "output '" + ex.output_tokens[index] + "' (" + (index + 1) + ") attends most to source '" +
-        ex.source_tokens[top] + "' (" + (top + 1) + ", weight " + fmt(row[top]) + ")" +
+      info.textContent = "output '" + ex.output_tokens[index] + "' (" + (index + 1) + ") " + reads + " source '" +
+        ex.source_tokens[top] + "' (" + (top + 1) + ", " + amount + " " + fmt(row[top]) + ")" +
         (goldText ? "; gold: " + goldText : index < gold.length ? "; no gold source" : "");
     } else {
       const col = column(w, index);
@@ -248,8 +276,8 @@
       });
       gold.forEach((positions, i) => { if (positions.includes(index)) outputs[i].classList.add("gold"); });
       for (const cell of $("grid-wrap").querySelectorAll('[data-col="' + index + '"]')) cell.classList.add("col-active");
-      info.textContent = "source '" + ex.source_tokens[index] + "' (" + (index + 1) + ") is read most by output '" +
-        ex.output_tokens[top] + "' (" + (top + 1) + ", weight " + fmt(col[top]) + ")";
+      info.textContent = "source '" + ex.source_tokens[index] + "' (" + (index + 1) + ") " + readBy + " output '" +
+        ex.output_tokens[top] + "' (" + (top + 1) + ", " + amount + " " + fmt(col[top]) + ")";
     }
   }
 
@@ -273,7 +301,7 @@
           "data-testid": testid, "data-row": i, "data-col": j, "data-weight": weight,
           class: [goldRow.includes(j) ? "gold" : "", j === top ? "argmax" : ""].join(" ").trim() || null,
           title: "output '" + outputs[i] + "' (" + (i + 1) + ") \u2190 source '" + sources[j] + "' (" + (j + 1) + "): " + fmt(weight) +
-            (goldRow.includes(j) ? ", gold" : "") + (j === top ? ", most attended" : ""),
+            (goldRow.includes(j) ? ", gold" : "") + (j === top ? (testid === "grid-cell" && !byAttention() ? ", largest share" : ", most attended") : ""),
         });
         cell.style.backgroundColor = alpha(weight);
         if (weight > 0.6) cell.classList.add("dark");
@@ -413,6 +441,11 @@
     $("model-select").addEventListener("change", (event) => setModel(Number(event.target.value)));
     $("view-select").addEventListener("change", (event) => {
       state.view = event.target.value;
+      renderDetail();
+    });
+    $("explain-select").addEventListener("change", (event) => {
+      state.explain = event.target.value;
+      $("view-control").hidden = model().views.length < 2 || !byAttention();
       renderDetail();
     });
     $("search").addEventListener("input", applyFilter);
