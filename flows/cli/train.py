@@ -64,7 +64,8 @@ def train(
       train_size, validation_size, test_size, epochs, batch_size,
       length_bucketing, learning_rate, lr_schedule, warmup_steps, weight_decay,
       label_smoothing, dropout, compile_loops, clip_norm, teacher_forcing,
-      target_exact_match, checkpoint, average_last, beam_size, seed, device
+      target_exact_match, checkpoint, average_last, beam_size, explain_examples,
+      explain_steps, seed, device
 
     -o GROUP.NAME=VALUE sets option NAME of the chosen plugin of GROUP (task, scorer, encoder,
     decoder; test_task: task options for the test split only), e.g. -o scorer.heads=8 is

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
-#: Trains in well under a second; learns nothing. For plumbing tests.
-TINY = dict(train_size=200, validation_size=50, test_size=50, embedding_dim=16, hidden_size=16, epochs=2)
+#: Trains in well under a second; learns nothing. For plumbing tests: no explanations (their
+#: attributions of an untrained model's long outputs cost ~2 CPU-s a run; the tests of them ask).
+TINY = dict(train_size=200, validation_size=50, test_size=50, embedding_dim=16, hidden_size=16, epochs=2, explain_examples=0)
 #: Learns the date task to ~100% test exact match in ~1-2 s (3 epochs at most, CPU, seed 0).
 LEARNS = dict(train_size=1500, validation_size=100, test_size=100, hidden_size=64, epochs=3, target_exact_match=0.98)
 #: Inputs the LEARNS model gets right, with their answers.

@@ -71,7 +71,7 @@ def test_train_json_summary_and_config_file_under_flags(capsys, empty_store, tmp
 
 @pytest.mark.slow
 def test_train_text_summary_ends_with_how_to_open_the_ui(capsys, empty_store):
-    args = [f"-o{key}={value}" for key, value in TINY.items()]
+    args = [f"-o{key}={value}" for key, value in {**TINY, "explain_examples": 30}.items()]
     code, out, err = attnlab(capsys, "train", *args, "--scorer", "additive", "--experiment", "cli-text")
     assert code == 0, err
     lines = out.strip().splitlines()
