@@ -350,11 +350,15 @@ def read_only(store_dir: Path) -> list[str]:
     return ["unshare", "--mount", "--propagation", "private", "sh", "-c", mount_ro, "sh"]
 
 
-def test_a_read_only_store_serves_predict_and_runs(learned_store, tmp_path):
-    """Predicting and listing only read: loading the champion writes nothing into the store."""
+def test_a_read_only_store_serves_predict_and_runs(capsys, learned_store, tmp_path, monkeypatch):
+    """Predicting and listing only read: loading the champion writes nothing into the store. On a
+    copy of the learned store made its own (`store relocate`): the shared one is read by tests on
+    other workers meanwhile, and MLflow itself writes into a store it loads a model from."""
     from _flowkit import KNOWN_DATES
+    from test_store_relocation import copied
 
-    store_dir = learned_store[0]
+    _, store_dir = copied(learned_store, tmp_path, monkeypatch)
+    assert attnlab(capsys, "store", "relocate")[0] == 0
     before = fingerprint(store_dir)
     date, answer = next(iter(KNOWN_DATES.items()))
     predict = cli_process(store_dir, "predict", date, cwd=tmp_path, prefix=read_only(store_dir))

@@ -131,7 +131,7 @@ def test_model_is_registered_with_champion_alias(learned_store):
     client.set_model_version_tag("attnlab-date", again, "test_exact_match", version.tags["test_exact_match"])
 
 
-def test_pyfunc_champion_predicts_the_right_strings(learned_store):
+def test_pyfunc_champion_predicts_the_right_strings(learned_store, tmp_path):
     import mlflow.pyfunc
 
     import mlflow
@@ -140,11 +140,15 @@ def test_pyfunc_champion_predicts_the_right_strings(learned_store):
 
     store, summary = learned_store
     mlflow.set_tracking_uri(f"sqlite:///{store / 'mlflow.db'}")
-    loaded = mlflow.pyfunc.load_model("models:/attnlab-date@champion")
+    # Downloaded first: MLflow loading a models:/ URI of a local store in place writes a
+    # registered_model_meta file into the store, which other tests read meanwhile.
+    champion = mlflow.artifacts.download_artifacts("models:/attnlab-date@champion", dst_path=str(tmp_path / "champion"))
+    loaded = mlflow.pyfunc.load_model(champion)
     sources = list(KNOWN_DATES)
     assert list(loaded.predict(pd.DataFrame({"source": sources}))) == list(KNOWN_DATES.values())
     # The same answers as attnlab.model.predict on the logged bundle, for other inputs too.
-    folder = Path(mlflow.artifacts.download_artifacts(f"models:/attnlab-date/{summary['model']['version']}"))
+    version = f"models:/attnlab-date/{summary['model']['version']}"
+    folder = Path(mlflow.artifacts.download_artifacts(version, dst_path=str(tmp_path / "version")))
     _, task, model = load_bundle(folder / "artifacts" / "bundle")
     others = ["31-01-2010", "29-02-2024", "09-09-2009"]
     assert list(loaded.predict(pd.DataFrame({"source": others}))) == [p.output for p in predict(model, task, others)]
