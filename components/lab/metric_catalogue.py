@@ -161,10 +161,9 @@ CATALOGUE: tuple[Metric, ...] = (
     ),
     metric_entry("erasure_examples", None, at(COMPARE), "erasure", fmt=COUNT, short_fmt=COUNT),
     *(
-        metric_entry(f"explain_{explanation}_{measure}", better, at(COMPARE, summary=words, **({"sweep": explanation} if first else {})), group)
+        metric_entry(f"explain_{explanation}_{measure}", better, at(COMPARE, summary=words, **({"sweep": explanation} if index == 0 else {})), group)
         for group, measures in EXPLANATION_MEASURES.items()
         for index, (measure, better, words) in enumerate(measures)
-        for first in (index == 0,)
         for explanation in EXPLANATIONS
         if not (explanation == "attention" and measure == "tau_attention")
     ),

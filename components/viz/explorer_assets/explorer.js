@@ -54,8 +54,6 @@
     if (byAttention()) return model().views.length ? example().weights[state.view] : null;
     return (example().explained || {})[state.explain] || null;
   }
-  // What the drawn matrix is, in words: the heading, the grid's caption and the hover lines.
-  const shownName = () => (byAttention() ? "attention" : methodName(state.explain));
   function noWeightsText() {
     if (byAttention()) return "this model has no attention weights";
     const explained = model().examples.filter((ex) => ex.explained && ex.explained[state.explain]).length;
@@ -252,7 +250,7 @@
     }
     const [reads, readBy, amount] = byAttention()
       ? ["attends most to", "is read most by", "weight"]
-      : ["depends most, by " + shownName() + ", on", "matters most, by " + shownName() + ", to", "share"];
+      : ["depends most, by " + methodName(state.explain) + ", on", "matters most, by " + methodName(state.explain) + ", to", "share"];
     const gold = ex.gold || [];
     if (side === "output") {
       const row = w[index];
@@ -445,7 +443,7 @@
     });
     $("explain-select").addEventListener("change", (event) => {
       state.explain = event.target.value;
-      $("view-control").hidden = model().views.length < 2 || !byAttention();
+      renderViewSelect();
       renderDetail();
     });
     $("search").addEventListener("input", applyFilter);
