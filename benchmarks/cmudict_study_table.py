@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 
 import pandas as pd
+from mlflow.entities import Run
 
 from attnlab.flows.tracking.store import use_store
 from attnlab.ops.sweep_resume import RUN_KEY, FinishedRun, reusable
@@ -40,18 +41,24 @@ def combination(tags: dict[str, str]) -> str:
     return f"{tags['scorer']} ({tags['encoder']}/{tags['decoder']})"
 
 
-def study_runs(client: MlflowClient, experiment: str) -> pd.DataFrame:
-    """One row per configuration and seed: combination, seed, the metrics of :data:`COLUMNS`,
-    parameters, and the run's id and params (a dict)."""
+def latest_runs(client: MlflowClient, experiment: str) -> list[Run]:
+    """The finished sweep runs of ``experiment``, each configuration and seed once: the latest
+    finished run of its sweep key, as a resumed sweep counts them."""
     runs = client.search_runs(
         [experiment_id(client, experiment)], f"attributes.status = 'FINISHED' and tags.`{RUN_KEY}` LIKE '%'", max_results=50000
     )
     by_id = {run.info.run_id: run for run in runs}
     keys = sorted({run.data.tags[RUN_KEY] for run in runs})
     latest = reusable(keys, [FinishedRun(r.info.run_id, r.data.tags[RUN_KEY], r.info.end_time or 0) for r in runs])
+    return [by_id[run_id] for run_id in latest.values()]
+
+
+def study_runs(client: MlflowClient, experiment: str) -> pd.DataFrame:
+    """One row per configuration and seed: combination, seed, the metrics of :data:`COLUMNS`,
+    parameters, and the run's id and params (a dict)."""
     rows = []
-    for run_id in latest.values():
-        run = by_id[run_id]
+    for run in latest_runs(client, experiment):
+        run_id = run.info.run_id
         tags, metrics = run.data.tags, run.data.metrics
         row = {"combination": combination(tags), "seed": int(run.data.params["seed"])}
         row.update({name: metrics.get(metric, float("nan")) * scale for name, (metric, scale) in COLUMNS.items()})

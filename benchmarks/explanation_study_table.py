@@ -4,10 +4,9 @@ explanation's measure as mean +- std over seeds, and which explanation is best.
 Per task (experiments ``explanation-study-date`` and ``explanation-study-cmudict``) it prints, as
 Markdown: alignment error rate (date only: the task with gold alignments), comprehensiveness,
 sufficiency, flip rate and Kendall's tau with attention; then how often each explanation is best
-on the combinations that have attention. The best
-is the one with the best mean; when another is as good or better on some seed, the cell names
-both (``IG ~ attention``: IG is integrated gradients, IxG input x gradient): the seeds do not tell
-them apart.
+on the combinations that have attention. The best is the one with the best mean; when another is
+as good or better on some seed, the cell names both (``IG ~ attention``: IG is integrated
+gradients, IxG input x gradient): the seeds do not tell them apart.
 
 Run: ATTNLAB_MLFLOW_DIR=/path/to/store python benchmarks/explanation_study_table.py
 """
@@ -23,11 +22,10 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).parent))  # the study scripts beside this one
 
-from cmudict_study_table import experiment_id  # noqa: E402
+from cmudict_study_table import latest_runs  # noqa: E402
 
 from attnlab.flows.tracking.store import use_store  # noqa: E402
 from attnlab.lab.metric_catalogue import EXPLANATIONS  # noqa: E402
-from attnlab.ops.sweep_resume import RUN_KEY, FinishedRun, reusable  # noqa: E402
 from mlflow import MlflowClient  # noqa: E402
 
 #: The study's experiments, one per task.
@@ -58,19 +56,10 @@ def arm(tags: dict[str, str]) -> str:
 
 
 def study_runs(client: MlflowClient, experiment: str) -> pd.DataFrame:
-    """One row per configuration and seed (the latest finished run of each sweep key): scorer,
-    arm, seed, test exact match and every ``test_explain_*`` metric (NaN where a run has none)."""
-    runs = client.search_runs(
-        [experiment_id(client, experiment)], f"attributes.status = 'FINISHED' and tags.`{RUN_KEY}` LIKE '%'", max_results=50000
-    )
-    by_id = {run.info.run_id: run for run in runs}
-    latest = reusable(
-        sorted({run.data.tags[RUN_KEY] for run in runs}),
-        [FinishedRun(r.info.run_id, r.data.tags[RUN_KEY], r.info.end_time or 0) for r in runs],
-    )
+    """One row per configuration and seed (:func:`latest_runs`): scorer, arm, seed, test exact
+    match and every ``test_explain_*`` metric (NaN where a run has none)."""
     rows = []
-    for run_id in latest.values():
-        run = by_id[run_id]
+    for run in latest_runs(client, experiment):
         tags, metrics = run.data.tags, run.data.metrics
         row = {"scorer": tags["scorer"], "arm": arm(tags), "seed": int(run.data.params["seed"])}
         row["exact_match"] = metrics.get("test_exact_match", math.nan)
