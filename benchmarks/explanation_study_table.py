@@ -2,9 +2,9 @@
 explanation's measure as mean +- std over seeds, and which explanation is best.
 
 Per task (experiments ``explanation-study-date`` and ``explanation-study-cmudict``) it prints, as
-Markdown: alignment error rate (date only: the task with gold alignments), comprehensiveness,
-sufficiency, flip rate and Kendall's tau with attention; then how often each explanation is best
-on the combinations that have attention. The best is the one with the best mean; when another is
+Markdown: each combination's test exact match, then alignment error rate (date only: the task
+with gold alignments), comprehensiveness, sufficiency, flip rate and Kendall's tau with
+attention; then how often each explanation is best on the combinations that have attention. The best is the one with the best mean; when another is
 as good or better on some seed, the cell names both (``IG ~ attention``: IG is integrated
 gradients, IxG input x gradient): the seeds do not tell them apart.
 
@@ -88,16 +88,26 @@ def measure_table(runs: pd.DataFrame, measure: str) -> str:
     explanation (mean +- std over seeds), and the best when the measure has a direction."""
     title, better = MEASURES[measure]
     present = [e for e in EXPLANATIONS if f"{e}_{measure}" in runs]
-    header = ["scorer", "arm", "exact match", *(NAMES[e] for e in present)] + (["best"] if better else [])
+    header = ["scorer", "arm", *(NAMES[e] for e in present)] + (["best"] if better else [])
     lines = [f"**{title}**", "", "| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
     for (arm_name, scorer), group in runs.groupby(["arm", "scorer"], sort=True):
-        cells = [scorer, arm_name, f"{group['exact_match'].mean():.3f}"]
+        cells = [scorer, arm_name]
         for explanation in present:
             values = group[f"{explanation}_{measure}"]
             cells.append("-" if values.isna().all() else f"{values.mean():.3f} ± {values.std(ddof=0):.3f}")
         if better:
             cells.append(best(group, measure, better))
         lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def accuracy_table(runs: pd.DataFrame) -> str:
+    """A Markdown table of each combination's test exact match (mean +- std over seeds): how well
+    trained the models explained are."""
+    lines = ["**test exact match of the models explained**", "", "| scorer | arm | exact match |", "|---|---|---|"]
+    for (arm_name, scorer), group in runs.groupby(["arm", "scorer"], sort=True):
+        values = group["exact_match"]
+        lines.append(f"| {scorer} | {arm_name} | {values.mean():.3f} ± {values.std(ddof=0):.3f} |")
     return "\n".join(lines)
 
 
@@ -122,7 +132,7 @@ def report(runs: pd.DataFrame) -> str:
     """Every table of one task's runs, blank-line separated."""
     tables = [measure_table(runs, m) for m in MEASURES if any(f"{e}_{m}" in runs and runs[f"{e}_{m}"].notna().any() for e in EXPLANATIONS)]
     verdicts = "**best explanation per combination with attention (every scorer but none)**\n\n" + verdict_table(runs)
-    return "\n\n".join([*tables, verdicts])
+    return "\n\n".join([accuracy_table(runs), *tables, verdicts])
 
 
 def main() -> None:
