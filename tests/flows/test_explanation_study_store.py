@@ -4,31 +4,10 @@ the best explanation (best mean; a rival as good on some seed is named beside it
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-import tarfile
-from pathlib import Path
-
 import pandas as pd
-from _flowkit import point_at
-from test_store_integrity import attnlab
+from _study_stores import BENCHMARKS, ROOT, benchmark_script, relocated_store
 
-ROOT = Path(__file__).parents[2]
-BENCHMARKS = ROOT / "benchmarks"
 STORE = BENCHMARKS / "explanation_study" / "store.tar.xz"
-
-
-def table_module():
-    """benchmarks/explanation_study_table.py, the script the page's tables come from."""
-    sys.path.insert(0, str(BENCHMARKS))  # it imports the CMUdict study's script beside it
-    try:
-        spec = importlib.util.spec_from_file_location("explanation_study_table", BENCHMARKS / "explanation_study_table.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-    return module
 
 
 def seeds(**columns: list[float]) -> pd.DataFrame:
@@ -37,7 +16,7 @@ def seeds(**columns: list[float]) -> pd.DataFrame:
 
 
 def test_the_best_explanation_is_the_best_mean_with_the_rivals_no_seed_separates():
-    best = table_module().best
+    best = benchmark_script("explanation_study_table").best
     clear = seeds(attention_error_rate=[0.10, 0.12, 0.11], saliency_error_rate=[0.20, 0.21, 0.19])
     assert best(clear, "error_rate", "lower") == "attention"
     assert best(clear, "error_rate", "higher") == "saliency"
@@ -55,17 +34,13 @@ def test_the_best_explanation_is_the_best_mean_with_the_rivals_no_seed_separates
 
 
 def test_the_study_store_gives_the_published_tables(capsys, tmp_path, monkeypatch):
-    with tarfile.open(STORE) as archive:
-        archive.extractall(tmp_path, filter="data")
-    store = point_at(tmp_path / "mlflow", monkeypatch)
-    code, out, err = attnlab(capsys, "store", "relocate")
-    assert code == 0 and out.startswith(f"relocated the MLflow store {store} from "), err
+    relocated_store(STORE, tmp_path, capsys, monkeypatch)
 
     from attnlab.flows.tracking.store import use_store
     from mlflow import MlflowClient
 
     use_store()
-    table = table_module()
+    table = benchmark_script("explanation_study_table")
     page = (ROOT / "docs" / "explanation-study.md").read_text()
     for task, experiment in table.EXPERIMENTS.items():
         runs = table.study_runs(MlflowClient(), experiment)

@@ -4,38 +4,20 @@ its champion predicts."""
 
 from __future__ import annotations
 
-import importlib.util
-import tarfile
-from pathlib import Path
-
-from _flowkit import point_at
+from _study_stores import BENCHMARKS, ROOT, benchmark_script, relocated_store
 from test_store_integrity import attnlab
 
-ROOT = Path(__file__).parents[2]
-STORE = ROOT / "benchmarks" / "cmudict_study" / "store.tar.xz"
-
-
-def study_table_module():
-    """benchmarks/cmudict_study_table.py, the script the page's table comes from."""
-    spec = importlib.util.spec_from_file_location("cmudict_study_table", ROOT / "benchmarks" / "cmudict_study_table.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+STORE = BENCHMARKS / "cmudict_study" / "store.tar.xz"
 
 
 def test_the_study_store_gives_the_published_table_and_its_champion_predicts(capsys, tmp_path, monkeypatch):
-    with tarfile.open(STORE) as archive:
-        archive.extractall(tmp_path, filter="data")
-    store = point_at(tmp_path / "mlflow", monkeypatch)
-    code, out, err = attnlab(capsys, "store", "relocate")
-    assert code == 0 and out.startswith(f"relocated the MLflow store {store} from "), err
+    relocated_store(STORE, tmp_path, capsys, monkeypatch)
 
     from attnlab.flows.tracking.store import use_store
     from mlflow import MlflowClient
 
     use_store()
-    table = study_table_module()
+    table = benchmark_script("cmudict_study_table")
     runs = table.study_runs(MlflowClient(), "cmudict-study")
     assert len(runs) == 21 and sorted(runs.groupby("combination").size()) == [3] * 7
     rows = table.markdown(runs).splitlines()
