@@ -23,7 +23,7 @@ from attnlab.flows.services.servers import Server, mlflow_server_env, stop_group
 BIN = Path(sys.executable).parent
 SWEEP = ["sweep", "--task", "date", "--scorer", "dot,additive", "--epochs", "30", "--train-size", "100",
          "--hidden-size", "16", "-o", "embedding_dim=8", "-o", "validation_size=10", "-o", "test_size=10",
-         "-o", "target_exact_match=null", "--max-parallel", "2", "--runner", "dask", "--json"]  # fmt: skip
+         "-o", "target_exact_match=null", "-o", "explain_examples=0", "--max-parallel", "2", "--runner", "dask", "--json"]  # fmt: skip
 
 
 def free_port() -> int:

@@ -12,7 +12,7 @@ from attnlab.flows.cli.app import main
 from attnlab.plugins.builtin.cmudict_task import PHONEMES
 
 SMALL = ["--task", "cmudict", "--train-size", "1500", "-o", "validation_size=100", "-o", "test_size=200", "--epochs", "1",
-         "--hidden-size", "32", "-o", "embedding_dim=16"]  # fmt: skip
+         "--hidden-size", "32", "-o", "embedding_dim=16", "-o", "explain_examples=0"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from _flowkit import client_for, is_progress_line
 from attnlab.flows.cli import app as cli
 
 OPTIONS = ["--epochs", "1", "--train-size", "200", "--hidden-size", "16", "--embedding-dim", "8",
-           "-o", "validation_size=30", "-o", "test_size=30", "--json"]  # fmt: skip
+           "-o", "validation_size=30", "-o", "test_size=30", "-o", "explain_examples=0", "--json"]  # fmt: skip
 
 
 def train(world: Path, seed: int) -> tuple[str, list[str]]:

@@ -27,7 +27,7 @@ def train(path: Path, *extra: str) -> tuple[dict, str]:
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
         code = main(["train", "--task", "pairs", f"-otask.path={path}", "-otask.source_column=word", "-otask.target_column=spelled",
-                     "-otask.target_tokenization=whitespace", "--epochs", "1", "--hidden-size", "16", "-oembedding_dim=8", "--json",
+                     "-otask.target_tokenization=whitespace", "--epochs", "1", "--hidden-size", "16", "-oembedding_dim=8", "-oexplain_examples=0", "--json",
                      *extra])  # fmt: skip
     assert code == 0, err.getvalue()
     return json.loads(out.getvalue()), err.getvalue()

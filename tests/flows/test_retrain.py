@@ -48,7 +48,7 @@ def retrains(tmp_path_factory, prefect_harness):
     import attnlab.training.loop
 
     folder = tmp_path_factory.mktemp("retrain") / "mlflow"
-    tiny, learns = ExperimentConfig(**TINY), ExperimentConfig(**LEARNS)
+    tiny, learns = ExperimentConfig(**TINY), ExperimentConfig(**LEARNS, explain_examples=0)
     runs: dict = {}
     with pytest.MonkeyPatch.context() as patch:
         point_at(folder, patch)

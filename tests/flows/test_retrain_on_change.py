@@ -33,7 +33,7 @@ def ticks(tmp_path_factory, prefect_harness):
     path.write_text(spelled_words(300))
     options = {"path": str(path), "source_column": "word", "target_column": "spelled", "target_tokenization": "whitespace"}
     config = ExperimentConfig(task="pairs", task_options=options, train_size=200, validation_size=40, test_size=60,
-                              epochs=1, hidden_size=16, embedding_dim=8)  # fmt: skip
+                              epochs=1, hidden_size=16, embedding_dim=8, explain_examples=0)  # fmt: skip
     with pytest.MonkeyPatch.context() as patch:
         store = point_at(root / "mlflow", patch)
         first = retrain_flow(config, benchmark_size=60)

@@ -27,7 +27,7 @@ CRON = "0 3 * * *"
 #: TINY sizes as `attnlab schedule` flags.
 TINY_FLAGS = [
     "--train-size", "200", "--epochs", "2", "--embedding-dim", "16", "--hidden-size", "16",
-    "-o", "validation_size=50", "-o", "test_size=50", "--benchmark-size", "50",
+    "-o", "validation_size=50", "-o", "test_size=50", "--benchmark-size", "50", "-o", "explain_examples=0",
 ]  # fmt: skip
 
 

@@ -25,7 +25,7 @@ ATTNLAB = str(Path(sys.executable).with_name("attnlab"))
 LONG = ["--epochs", "40", "--train-size", "300", "--hidden-size", "16", "--embedding-dim", "8",
         "-o", "validation_size=30", "-o", "test_size=30", "-o", "target_exact_match=null"]  # fmt: skip
 SHORT = ["--epochs", "1", "--train-size", "100", "--hidden-size", "8", "--embedding-dim", "8",
-         "-o", "validation_size=20", "-o", "test_size=20"]  # fmt: skip
+         "-o", "validation_size=20", "-o", "test_size=20", "-o", "explain_examples=0"]  # fmt: skip
 
 
 def free_port() -> int:

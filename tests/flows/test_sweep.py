@@ -16,7 +16,7 @@ TINY_SWEEP = (
     "sweep", "--task", "reverse", "--scorer", "dot,additive", "--encoder", "gru", "--seeds", "0,1",
     "--epochs", "2", "--train-size", "300", "--hidden-size", "16", "-o", "embedding_dim=8",
     "-o", "validation_size=40", "-o", "test_size=60", "-o", "task.max_length=12",
-    "-o", "test_task.max_length=16", "--length-bands", "5-12,13-16", "--json",
+    "-o", "test_task.max_length=16", "-o", "explain_examples=0", "--length-bands", "5-12,13-16", "--json",
 )  # fmt: skip
 PLOTS = {"plots/accuracy_by_length.png", "plots/learning_curves.png", "plots/attention_by_combination.png"}
 PROBE_ONLY = {"attention/example_0.png", "attention/weights.json", "attention/explorer.html"}

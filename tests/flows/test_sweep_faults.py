@@ -189,7 +189,7 @@ def _until_running(process, store: Path, count: int) -> dict[str, tuple[str, int
 #: Four runs, two at a time, of many short epochs: training is still going when the fault comes.
 FOUR_LONG = ["--task", "date", "--scorer", "dot,additive", "--seeds", "0,1", "--max-parallel", "2", "--epochs", "40",
              "--train-size", "600", "--hidden-size", "16", "-o", "embedding_dim=8", "-o", "validation_size=30",
-             "-o", "test_size=30", "-o", "target_exact_match=null"]  # fmt: skip
+             "-o", "test_size=30", "-o", "target_exact_match=null", "-o", "explain_examples=0"]  # fmt: skip
 
 
 @pytest.mark.slow
@@ -249,7 +249,7 @@ def test_a_worker_killed_mid_run_fails_only_its_run_and_the_others_finish(empty_
 
     args = ["--task", "date", "--scorer", "dot,additive,general", "--max-parallel", "2", "--epochs", "15", "--train-size", "300",
             "--hidden-size", "16", "-o", "embedding_dim=8", "-o", "validation_size=30", "-o", "test_size=30",
-            "-o", "target_exact_match=null", "--json"]  # fmt: skip
+            "-o", "target_exact_match=null", "-o", "explain_examples=0", "--json"]  # fmt: skip
     process = _sweep(empty_store, tmp_path, args)
     try:
         running = _until_running(process, empty_store, 2)

@@ -15,7 +15,7 @@ from attnlab.ops.sweep_resume import RUN_KEY, SUMMARY_ARTIFACT
 TINY = (
     "sweep", "--task", "reverse", "--encoder", "gru", "--seeds", "0", "--epochs", "2", "--train-size", "200",
     "--hidden-size", "16", "-o", "embedding_dim=8", "-o", "validation_size=30", "-o", "test_size=40",
-    "-o", "task.max_length=10", "--runner", "thread", "--json",
+    "-o", "task.max_length=10", "-o", "explain_examples=0", "--runner", "thread", "--json",
 )  # fmt: skip
 
 

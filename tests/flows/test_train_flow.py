@@ -162,7 +162,7 @@ def promotions(tmp_path_factory, prefect_harness) -> tuple[Path, dict, dict, dic
     worse one. (store, first, better, worse summaries)."""
     store = tmp_path_factory.mktemp("promotions") / "mlflow"
     first = run_flow(store, **TINY)
-    better = run_flow(store, **LEARNS)
+    better = run_flow(store, **{**LEARNS, "explain_examples": 0})
     worse = run_flow(store, **{**TINY, "seed": 1})
     return store, first, better, worse
 

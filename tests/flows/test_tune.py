@@ -28,7 +28,7 @@ pruner: {name: median, startup_trials: 1}
 """
 #: The arm and each trial's budget: tiny reversal runs.
 ARM = ["--task", "reverse", "--scorer", "dot", "--epochs", "2", "--train-size", "200", "-o", "embedding_dim=8",
-       "-o", "validation_size=40", "-o", "test_size=40", "-o", "task.max_length=10"]  # fmt: skip
+       "-o", "validation_size=40", "-o", "test_size=40", "-o", "task.max_length=10", "-o", "explain_examples=0"]  # fmt: skip
 
 
 def attnlab(capsys, *args: str) -> tuple[int, str, str]:
