@@ -83,6 +83,11 @@ def best(runs: pd.DataFrame, measure: str, better: str) -> str:
     return " ~ ".join(SHORT[e] for e in [winner, *sorted(rivals, key=means.__getitem__)])
 
 
+def mean_std(values: pd.Series) -> str:
+    """``mean ± std`` of one combination's seeds (population std), ``-`` when none has a value."""
+    return "-" if values.isna().all() else f"{values.mean():.3f} ± {values.std(ddof=0):.3f}"
+
+
 def measure_table(runs: pd.DataFrame, measure: str) -> str:
     """A Markdown table of ``measure``: a row per combination (arm, then scorer), a column per
     explanation (mean +- std over seeds), and the best when the measure has a direction."""
@@ -93,8 +98,7 @@ def measure_table(runs: pd.DataFrame, measure: str) -> str:
     for (arm_name, scorer), group in runs.groupby(["arm", "scorer"], sort=True):
         cells = [scorer, arm_name]
         for explanation in present:
-            values = group[f"{explanation}_{measure}"]
-            cells.append("-" if values.isna().all() else f"{values.mean():.3f} ± {values.std(ddof=0):.3f}")
+            cells.append(mean_std(group[f"{explanation}_{measure}"]))
         if better:
             cells.append(best(group, measure, better))
         lines.append("| " + " | ".join(cells) + " |")
@@ -106,8 +110,7 @@ def accuracy_table(runs: pd.DataFrame) -> str:
     trained the models explained are."""
     lines = ["**test exact match of the models explained**", "", "| scorer | arm | exact match |", "|---|---|---|"]
     for (arm_name, scorer), group in runs.groupby(["arm", "scorer"], sort=True):
-        values = group["exact_match"]
-        lines.append(f"| {scorer} | {arm_name} | {values.mean():.3f} ± {values.std(ddof=0):.3f} |")
+        lines.append(f"| {scorer} | {arm_name} | {mean_std(group['exact_match'])} |")
     return "\n".join(lines)
 
 
