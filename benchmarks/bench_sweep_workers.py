@@ -1,13 +1,15 @@
 """What a sweep's worker processes cost to start: forked from one process that imported a run's
-modules (attnlab's workers) against spawned, each importing them itself (Prefect's process pool,
-which attnlab's workers were before).
+modules and did what a first run does once (attnlab's workers, :mod:`attnlab.flows.sweep.worker_warmup`),
+forked from one that only imported the modules (attnlab's workers before the warm-up), and
+spawned, each importing them itself (Prefect's process pool, which attnlab's workers were first).
 
 Runs the same tiny sweep (`attnlab sweep --task reverse --scorer dot,additive --seeds 0,1`, 2
 epochs of 300 examples, two at a time on the process runner; its own embedded store and cache)
 once per variant per round, taking turns, and prints per variant the medians over the rounds of
 the command's wall time and of the CPU time the whole machine spent meanwhile (read from
 /proc/stat, so the workers count wherever they were reaped; run it on an otherwise quiet machine).
-The spawned variant is the same command with ``worker_context`` returning the spawn context.
+The other variants are the same command with ``worker_context`` returning the spawn context, or
+with the warm-up left out of the modules the forkserver imports.
 
 Run: python benchmarks/bench_sweep_workers.py [--rounds 3] [--max-parallel 2]
 """
@@ -34,6 +36,21 @@ SPAWNED = (
     "sys.argv = ['attnlab', *sys.argv[1:]]\n"
     "run()\n"
 )
+#: The command, with the workers forked from a server that only imported the modules.
+NO_WARMUP = (
+    "import sys\n"
+    "from attnlab.flows.sweep import worker_pool\n"
+    "worker_pool.WORKER_MODULES.remove('attnlab.flows.sweep.worker_warmup')\n"
+    "from attnlab.flows.cli.app import run\n"
+    "sys.argv = ['attnlab', *sys.argv[1:]]\n"
+    "run()\n"
+)
+#: How each variant is started.
+PROGRAMS = {
+    "spawned": [sys.executable, "-c", SPAWNED],
+    "forked without warm-up": [sys.executable, "-c", NO_WARMUP],
+    "forked": [str(Path(sys.executable).with_name("attnlab"))],
+}
 
 
 def machine_cpu_seconds() -> float:
@@ -48,8 +65,7 @@ def one_sweep(variant: str, folder: Path, max_parallel: int) -> tuple[float, flo
     folder.mkdir(parents=True)
     env = {**os.environ, "ATTNLAB_MLFLOW_DIR": str(folder / "mlflow"), "ATTNLAB_CACHE_DIR": str(folder / "cache")}
     env.pop("MLFLOW_TRACKING_URI", None)
-    program = [str(Path(sys.executable).with_name("attnlab"))] if variant == "forked" else [sys.executable, "-c", SPAWNED]
-    command = [*program, *SWEEP, "--max-parallel", str(max_parallel)]
+    command = [*PROGRAMS[variant], *SWEEP, "--max-parallel", str(max_parallel)]
     cpu, wall = machine_cpu_seconds(), time.monotonic()
     done = subprocess.run(command, env=env, cwd=folder, capture_output=True, text=True, check=False)
     wall, cpu = time.monotonic() - wall, machine_cpu_seconds() - cpu
@@ -63,17 +79,17 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--max-parallel", type=int, default=2)
     args = parser.parse_args()
-    results: dict[str, list[tuple[float, float]]] = {"spawned": [], "forked": []}
+    results: dict[str, list[tuple[float, float]]] = {variant: [] for variant in PROGRAMS}
     with tempfile.TemporaryDirectory(prefix="bench-sweep-workers-") as scratch:
         for round_ in range(args.rounds):
             for variant in results:
-                wall, cpu = one_sweep(variant, Path(scratch) / f"{variant}-{round_}", args.max_parallel)
+                wall, cpu = one_sweep(variant, Path(scratch) / f"{variant.replace(' ', '-')}-{round_}", args.max_parallel)
                 results[variant].append((wall, cpu))
                 print(f"round {round_ + 1}/{args.rounds} {variant}: {wall:.1f} s wall, {cpu:.1f} CPU-s", flush=True)
     print(f"\n4-run sweep, {args.max_parallel} at a time, medians of {args.rounds} rounds (load {os.getloadavg()[0]:.2f} at the end):")
     for variant, rows in results.items():
         print(
-            f"  {variant:8s} workers: {statistics.median(r[0] for r in rows):6.1f} s wall  {statistics.median(r[1] for r in rows):6.1f} CPU-s"
+            f"  {variant:22s} workers: {statistics.median(r[0] for r in rows):6.1f} s wall  {statistics.median(r[1] for r in rows):6.1f} CPU-s"
         )
 
 

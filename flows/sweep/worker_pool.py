@@ -50,7 +50,7 @@ _interrupted = False
 #: (numpy's OpenBLAS server, jemalloc's background thread) are made fork-safe by their libraries.
 WORKER_MODULES = [
     "attnlab.flows.sweep.sweep_flow", "attnlab.flows.tune.tune_flow", "torch._dynamo", "attnlab.viz.heatmaps",
-    "attnlab.flows.pyfunc", "mlflow.models",
+    "attnlab.flows.pyfunc", "mlflow.models", "attnlab.flows.sweep.worker_warmup",
 ]  # fmt: skip
 
 
