@@ -8,35 +8,9 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
+from _concurrent_logging import log_epochs
 from _flowkit import client_for, mlflow_server_command, preloaded_processes
 from _session_prefect import seed_home
-
-
-def _log_epochs(args: tuple[str, str, int]) -> str:
-    """In a fresh process: one run with ``epochs`` epochs of metrics in the store at ``uri``
-    (a tracking server) or ``folder`` (the embedded store)."""
-    import os
-
-    where, name, epochs = args
-    if where.startswith("http"):
-        os.environ["MLFLOW_TRACKING_URI"] = where
-    else:
-        os.environ["ATTNLAB_MLFLOW_DIR"] = where
-        os.environ.pop("MLFLOW_TRACKING_URI", None)
-    from attnlab.flows.tracking import runs as tracking
-    from attnlab.flows.tracking import store as tracking_store
-    from attnlab.lab.config import ExperimentConfig
-    from mlflow import MlflowClient
-
-    store = tracking_store.use_store()
-    client = MlflowClient()
-    run_id = tracking.start_run(client, tracking.ensure_experiment(client, "concurrent", store), ExperimentConfig(seed=int(name)))
-    for epoch in range(1, epochs + 1):
-        tracking.log_epoch(client, run_id, {"epoch": epoch, "train_loss": 1 / epoch, "val_loss": 2 / epoch,
-                                            "val_exact_match": epoch / epochs, "seconds": 0.1, "train_seconds": 0.1,
-                                            "samples_per_second": 1000.0 + epoch})  # fmt: skip
-    tracking.end_run(client, run_id, "FINISHED")
-    return run_id
 
 
 @pytest.fixture
@@ -77,7 +51,7 @@ def test_eight_processes_logging_at_once_lose_nothing(tmp_path, monkeypatch, req
     resolved = tracking_store.resolve_store()
     tracking_store.check_store(resolved)  # created first, as a sweep's parent run does
     with ProcessPoolExecutor(8, mp_context=preloaded_processes()) as pool:
-        run_ids = list(pool.map(_log_epochs, [(where, str(i), epochs) for i in range(8)]))
+        run_ids = list(pool.map(log_epochs, [(where, str(i), epochs) for i in range(8)]))
     client = MlflowClient(resolved.tracking_uri)
     assert len(set(run_ids)) == 8
     for run_id in run_ids:
