@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from _flowkit import TINY, assert_one_line_error, client_for, preloaded_processes
+from _store_processes import use_the_store
 
 from attnlab.flows.cli import app as cli
 
@@ -54,32 +55,6 @@ for index in range(int(sys.argv[2])):
     client.log_text(run.info.run_id, f"run {index}", "notes.txt")
     client.set_terminated(run.info.run_id)
 """
-
-
-def use_the_store(store_dir: str, go: str, seed: int, ready: str, out: str) -> None:
-    """In a process of its own (see :func:`store_user`): wait for the go file, then open the store
-    and log one run the way ``attnlab train`` does (store check, stale-run sweep, experiment, run,
-    end); what it says goes to the file ``out``."""
-    log = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
-    os.environ["ATTNLAB_MLFLOW_DIR"] = store_dir
-    os.environ.pop("MLFLOW_TRACKING_URI", None)
-    from attnlab.flows.tracking import runs as tracking
-    from attnlab.flows.tracking import store
-    from attnlab.lab.config import ExperimentConfig
-    from mlflow import MlflowClient
-
-    Path(ready).touch()
-    while not Path(go).exists():
-        time.sleep(0.05)
-    where = store.use_store()
-    store.check_store(where)
-    client = MlflowClient()
-    tracking.end_stale_runs(client)
-    run_id = tracking.start_run(client, tracking.ensure_experiment(client, "attnlab-date", where), ExperimentConfig(seed=seed))
-    client.log_metric(run_id, "test_exact_match", 0.5)
-    tracking.end_run(client, run_id, "FINISHED")
 
 
 def store_user(store_dir: Path, go: Path, seed: int, folder: Path) -> multiprocessing.process.BaseProcess:

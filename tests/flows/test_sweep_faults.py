@@ -8,9 +8,9 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
-from _concurrent_logging import log_epochs
 from _flowkit import client_for, mlflow_server_command, preloaded_processes
 from _session_prefect import seed_home
+from _store_processes import log_epochs
 
 
 @pytest.fixture
