@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from attnlab.flows.cli.options import CONFIG_FLAGS
+from attnlab.flows.run.store_writes import defer_interrupt
 from attnlab.flows.tracking.errors import UserError
 from attnlab.flows.tracking.query_interrupts import note_interrupt
 
@@ -132,6 +133,8 @@ def _interrupting(*signals: int) -> Iterator[None]:
 
     def interrupt(signum: int, frame: FrameType | None) -> None:
         note_interrupt()
+        if defer_interrupt():  # raised once the store write under way has ended
+            return
         raise KeyboardInterrupt
 
     previous = {number: signal.signal(number, interrupt) for number in signals}

@@ -36,7 +36,7 @@ from typing import Any
 
 from prefect.task_runners import ProcessPoolTaskRunner
 
-from attnlab.flows.run.store_writes import WRITING
+from attnlab.flows.run.store_writes import WRITING, defer_interrupt
 from attnlab.flows.tracking.query_interrupts import note_interrupt
 from attnlab.ops.collector import collect_less_often
 from attnlab.ops.stale_runs import process_alive
@@ -137,6 +137,8 @@ def _on_interrupt(signum: int, frame: Any) -> None:
     if not _interrupted:
         _interrupted = True
         note_interrupt()
+        if defer_interrupt():  # raised once the store write under way has ended
+            return
         raise KeyboardInterrupt
 
 
