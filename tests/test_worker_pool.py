@@ -1,6 +1,6 @@
 """A sweep's and a tune's worker processes (attnlab.flows.sweep.worker_pool): forked from one
-server process that imported what a run needs and built what its first run would build, each with its parent's environment of the moment it
-was asked for. (What a Ctrl-C does to them: test_worker_interrupts.py.)"""
+server process that imported what a run needs and built what its first run would build, each
+with its parent's environment of the moment it was asked for. (What a Ctrl-C does to them: test_worker_interrupts.py.)"""
 
 from __future__ import annotations
 

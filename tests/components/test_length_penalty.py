@@ -4,21 +4,15 @@ log-probability / length ** alpha, among those that ended."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 
 import torch
+from benchmark_scripts import benchmark_script
 
 from attnlab.data.vocab import EOS, PAD
 from attnlab.model.decode import Beams
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "length_penalty_wer.py"
-_spec = importlib.util.spec_from_file_location("length_penalty_wer", SCRIPT)
-assert _spec is not None and _spec.loader is not None
-_module = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_module)
-length_normalised_best = _module.length_normalised_best
+length_normalised_best = benchmark_script("length_penalty_wer").length_normalised_best
 
 A, B, C = 10, 11, 12  # token ids of outputs, EOS and PAD aside
 

@@ -1,34 +1,14 @@
-"""What the tests of the published study stores share: a benchmarks script loaded as the page's
-tables come from it, and a store archive opened as the study's page tells (extracted, then
-``attnlab store relocate``)."""
+"""What the tests of the published study stores share: a store archive opened as the study's page
+tells (extracted, then ``attnlab store relocate``)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import tarfile
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from _flowkit import point_at
 from test_store_integrity import attnlab
-
-ROOT = Path(__file__).parents[2]
-BENCHMARKS = ROOT / "benchmarks"
-
-
-def benchmark_script(name: str) -> ModuleType:
-    """benchmarks/<name>.py as a module, the study scripts beside it importable while it loads."""
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-    return module
 
 
 def unpacked(archive: Path, folder: Path) -> Path:

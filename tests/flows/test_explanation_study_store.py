@@ -5,7 +5,8 @@ the best explanation (best mean; a rival as good on some seed is named beside it
 from __future__ import annotations
 
 import pandas as pd
-from _study_stores import BENCHMARKS, ROOT, benchmark_script, relocated_store
+from _study_stores import relocated_store
+from benchmark_scripts import BENCHMARKS, ROOT, benchmark_script
 
 STORE = BENCHMARKS / "explanation_study" / "store.tar.xz"
 

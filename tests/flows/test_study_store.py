@@ -4,7 +4,8 @@ its champion predicts."""
 
 from __future__ import annotations
 
-from _study_stores import BENCHMARKS, ROOT, benchmark_script, relocated_store
+from _study_stores import relocated_store
+from benchmark_scripts import BENCHMARKS, ROOT, benchmark_script
 from test_store_integrity import attnlab
 
 STORE = BENCHMARKS / "cmudict_study" / "store.tar.xz"

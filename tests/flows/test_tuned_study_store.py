@@ -5,7 +5,8 @@ significance)."""
 
 from __future__ import annotations
 
-from _study_stores import BENCHMARKS, ROOT, benchmark_script, relocated_store, unpacked
+from _study_stores import relocated_store, unpacked
+from benchmark_scripts import BENCHMARKS, ROOT, benchmark_script
 
 TUNED = BENCHMARKS / "cmudict_tuned_study" / "store.tar.xz"
 UNTUNED = BENCHMARKS / "cmudict_study" / "store.tar.xz"
