@@ -17,15 +17,7 @@ import mlflow.store.model_registry.sqlalchemy_store
 import mlflow.store.tracking.sqlalchemy_store  # noqa: F401  (imported for the forked workers)
 from mlflow.utils import requirements_utils
 
-
-def build_package_map() -> bool:
-    """Build MLflow's import-name -> distribution map now (``log_model`` builds it on first use
-    and keeps it for the process). False, changing nothing, where this MLflow has no such map."""
-    build = getattr(requirements_utils, "_init_packages_to_modules_map", None)
-    if build is None:
-        return False
-    build()
-    return True
-
-
-build_package_map()
+# Built through MLflow's own builder; a version of MLflow without it builds nothing here.
+_build_package_map = getattr(requirements_utils, "_init_packages_to_modules_map", None)
+if _build_package_map is not None:
+    _build_package_map()
