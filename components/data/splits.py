@@ -15,6 +15,7 @@ import torch
 from torch import Tensor
 
 from attnlab.data.vocab import PAD, Vocab, pad_batch
+from attnlab.lab.errors import UserError
 from attnlab.plugins import Example, Task
 
 SPLIT_NAMES = ("train", "validation", "test")
@@ -25,6 +26,12 @@ SIZE_FLAGS = "--train-size N, -o validation_size=N, -o test_size=N"
 #: A split's size as a config holds it: a number of examples (sources, for a corpus), or None
 #: for the task's default.
 Sizes = tuple[int | None, int | None, int | None]
+
+
+class SplitsUnavailable(UserError, ValueError):
+    """The data cannot give the splits asked for: a test split smaller than the registered
+    model's benchmark it must hold, or fewer distinct sources than a split asks for. A mistake in
+    the sizes asked, told in one line (a ValueError too, as before)."""
 
 
 @dataclass(frozen=True)
@@ -189,13 +196,13 @@ def corpus_splits(task: Task, corpus: list[Example], sizes: tuple[int, int, int]
 
 
 def _pinned_first(ordered: list[str], pinned: AbstractSet[str], n_test: int) -> list[str]:
-    """``ordered`` with the keys of ``pinned`` first (in their order there); ValueError when they
-    outnumber the test split that must hold them."""
+    """``ordered`` with the keys of ``pinned`` first (in their order there); SplitsUnavailable
+    when they outnumber the test split that must hold them."""
     first = [key for key in ordered if key in pinned]
     if not first:
         return ordered
     if len(first) > n_test:
-        raise ValueError(
+        raise SplitsUnavailable(
             f"test = {n_test} sources, but the registered model's benchmark has {len(first)} sources of this data, which must "
             f"stay in the test split (they are what challengers are compared on); ask for -o test_size={len(first)} or more, "
             "or register the run under another name (--model-name)"
@@ -204,11 +211,13 @@ def _pinned_first(ordered: list[str], pinned: AbstractSet[str], n_test: int) -> 
 
 
 def _first_keys(task: Task, examples: list[Example], count: int, what: str) -> list[Example]:
-    """Every example of the first ``count`` keys of ``examples``, in their order; ValueError
-    when there are fewer keys."""
+    """Every example of the first ``count`` keys of ``examples``, in their order;
+    SplitsUnavailable when there are fewer keys."""
     keys = list(dict.fromkeys(task.key(ex) for ex in examples))
     if count > len(keys):
-        raise ValueError(f"{what} has only {len(keys)} distinct sources, fewer than the {count} asked for; ask for at most {len(keys)}")
+        raise SplitsUnavailable(
+            f"{what} has only {len(keys)} distinct sources, fewer than the {count} asked for; ask for at most {len(keys)}"
+        )
     chosen = set(keys[:count])
     return [ex for ex in examples if task.key(ex) in chosen]
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 import torch
-from _flowkit import TINY, assert_one_line_error, client_for, is_phase_line, is_progress_line
+from _flowkit import TINY, assert_one_line_error, client_for, is_phase_line, is_progress_line, spelled_words
 
 from attnlab.flows.cli import app as cli
 
@@ -101,3 +101,30 @@ def test_a_diverging_training_ends_with_one_line_and_a_failed_run(capsys, empty_
     (run,) = client.search_runs([client.get_experiment_by_name("attnlab-date").experiment_id])
     assert run.info.status == "FAILED"
     assert client.search_registered_models() == []
+
+
+@pytest.mark.slow
+def test_a_test_split_smaller_than_the_benchmark_is_one_line_and_the_run_failed(capsys, empty_store, tmp_path):
+    """A file's registered model keeps its benchmark in the test split, so a train asking for
+    fewer test sources than it holds is refused in one line with exit 2 (it printed a 40-line
+    traceback with exit 1), and its run ends FAILED with the reason."""
+    words = tmp_path / "words.csv"
+    words.write_text(spelled_words(200))
+    options = ["--task", "pairs", f"-otask.path={words}", "-otask.source_column=word", "-otask.target_column=spelled",
+               "-otask.target_tokenization=whitespace", "--epochs", "1", "--hidden-size", "16", "--embedding-dim", "8",
+               "-oexplain_examples=0"]  # fmt: skip
+    code, _, err = attnlab(capsys, "train", *options)
+    assert code == 0, err
+    code, out, err = attnlab(capsys, "train", *options, "-otest_size=5")
+    assert code == 2 and out == ""
+    lines = [
+        line for line in err.splitlines() if line.strip() and not re.match(r"\d\d:\d\d:\d\d\.\d+ \| ", line) and not is_phase_line(line)
+    ]
+    assert "Traceback" not in err and lines[-1].startswith("attnlab: error: test = 5 sources, but the registered model's benchmark has "), (
+        err
+    )
+    assert lines[-1].endswith("or more, or register the run under another name (--model-name)"), lines[-1]
+    client = client_for(empty_store)
+    experiment = client.get_experiment_by_name("attnlab-pairs-words")
+    failed = client.search_runs([experiment.experiment_id], "attributes.status = 'FAILED'")
+    assert len(failed) == 1 and "register the run under another name" in failed[0].data.tags["attnlab.error"]
