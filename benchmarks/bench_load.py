@@ -1,21 +1,27 @@
-"""Training speed on a busy machine: the default run's epoch and CMUdict batches, quiet and beside
-two busy loops (a load of about 4 on 2 cores with the run itself), with and without attnlab's
-thread policy.
+"""Training speed on a busy machine: quiet and beside two busy loops (a load of about 4 on 2 cores
+with the run itself), under attnlab's thread policies and torch's default.
 
-- **torch default**: one thread per core, OpenMP's default wait policy (idle threads spin a
-  while before they sleep).
-- **passive**: idle threads sleep (``OMP_WAIT_POLICY=PASSIVE``, set by ``attnlab.flows``), one
-  thread per core: a run whose machine got busy after it started.
-- **chosen**: the default wait policy, and the cores the machine's other work leaves free,
-  measured just before the run starts (``attnlab.ops.threads.chosen_threads``).
-- **attnlab**: what ``attnlab train`` does: both.
+Workloads: ``date``, one whole epoch of the default run; ``cmudict``, the CMUdict study's
+recurrent model (bigru/rnn, additive, embedding 128, hidden 256, batches of 64 pooled by length);
+``transformer``, the CMUdict recipe's transformer pair (multihead, hidden 256, dropout and label
+smoothing 0.1). The two CMUdict ones train ``--cmudict-batches`` batches after one untimed batch.
 
-Every measurement is a fresh process (OpenMP reads its policy when torch loads): the date task's
-default config trains one whole epoch, and CMUdict (the study's bigru/rnn additive model,
-embedding 128, hidden 256, batches of 64 pooled by length) trains ``--cmudict-batches`` batches,
-after one untimed batch each. The settings take turns within each round, so all see the same
-machine. Prints the median samples/s of each, and how many times slower each is beside the busy
-loops than quiet.
+Policies:
+
+- **torch default**: one thread per core, OpenMP's default wait (idle threads spin about 3 ms
+  before they sleep).
+- **passive**: idle threads sleep at once (``OMP_WAIT_POLICY=PASSIVE``), one thread per core: a
+  run whose machine got busy after it started, under attnlab's earlier policy.
+- **attnlab**: attnlab's earlier policy: passive, and the cores the machine's other work leaves
+  free, measured just before the run starts (``attnlab.ops.threads.chosen_threads``).
+- **short spin**: idle threads spin about 10 us, then sleep (``GOMP_SPINCOUNT=1000``,
+  ``attnlab.ops.threads.wait_settings``), one thread per core: a run whose machine got busy after
+  it started, under attnlab's policy.
+- **attnlab spin**: what ``attnlab train`` does: the short spin and the chosen cores.
+
+Every measurement is a fresh process (OpenMP reads its settings when torch loads). The settings
+take turns within each round, so all see the same machine. Prints the median samples/s of each,
+and how many times slower each is beside the busy loops than quiet.
 
     python benchmarks/bench_load.py [--repeats 3] [--cmudict-batches 30]
 """
@@ -32,18 +38,26 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-WORKLOADS = ("date", "cmudict")
+WORKLOADS = ("date", "cmudict", "transformer")
 #: Each policy: (idle threads sleep, threads chosen by the load).
-POLICIES = {"torch default": (False, False), "passive": (True, False), "chosen": (False, True), "attnlab": (True, True)}
+POLICIES = {
+    "torch default": ("default", False),
+    "passive": ("passive", False),
+    "attnlab": ("passive", True),
+    "short spin": ("spin", False),
+    "attnlab spin": ("spin", True),
+}
 
 
 def child(workload: str, policy: str, batches: int) -> dict[str, float]:
     """In a fresh process: (samples/s, threads) of ``workload`` trained under ``policy``."""
-    passive, chosen = POLICIES[policy]
-    if passive:
+    wait, chosen = POLICIES[policy]
+    os.environ.pop("OMP_WAIT_POLICY", None)
+    os.environ.pop("GOMP_SPINCOUNT", None)
+    if wait == "passive":
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
-    else:
-        os.environ.pop("OMP_WAIT_POLICY", None)
+    elif wait == "spin":
+        os.environ["GOMP_SPINCOUNT"] = "1000"
     import torch
 
     from attnlab.data.splits import encode_examples
@@ -57,6 +71,10 @@ def child(workload: str, policy: str, batches: int) -> dict[str, float]:
     torch.set_num_threads(threads)
     if workload == "date":
         config = ExperimentConfig()
+    elif workload == "transformer":
+        config = ExperimentConfig(task="cmudict", train_size=5000, validation_size=200, test_size=200, encoder="transformer",
+                                  decoder="transformer", scorer="multihead", embedding_dim=256, hidden_size=256, length_bucketing=20,
+                                  dropout=0.1, label_smoothing=0.1)  # fmt: skip
     else:
         config = ExperimentConfig(task="cmudict", train_size=5000, validation_size=200, test_size=200, encoder="bigru",
                                   decoder="rnn", scorer="additive", embedding_dim=128, hidden_size=256, length_bucketing=20)  # fmt: skip
@@ -121,17 +139,17 @@ def main() -> None:
                         result = measure(workload, policy, args.cmudict_batches)
                         rates.setdefault((workload, policy, loops), []).append(result["rate"])
                         threads[(workload, policy, loops)] = int(result["threads"])
-                        print(f"round {round_ + 1}: {workload:8} {policy:14} {loops} busy loops: "
+                        print(f"round {round_ + 1}: {workload:11} {policy:14} {loops} busy loops: "
                               f"{result['rate']:8.1f} samples/s ({int(result['threads'])} threads)", flush=True)  # fmt: skip
     print(f"\nmedians of {args.repeats}, samples/s; x: times slower beside the loops than the same policy quiet; "
           "x default: than torch's default quiet; threads: quiet / beside the loops")  # fmt: skip
-    print(f"{'workload':10}{'policy':15}{'quiet':>10}{'2 busy loops':>14}{'x':>7}{'x default':>11}{'threads':>9}")
+    print(f"{'workload':13}{'policy':15}{'quiet':>10}{'2 busy loops':>14}{'x':>7}{'x default':>11}{'threads':>9}")
     for workload in WORKLOADS:
         fastest = statistics.median(rates[(workload, "torch default", 0)])
         for policy in POLICIES:
             quiet = statistics.median(rates[(workload, policy, 0)])
             busy = statistics.median(rates[(workload, policy, 2)])
-            print(f"{workload:10}{policy:15}{quiet:10.1f}{busy:14.1f}{quiet / busy:7.1f}{fastest / busy:11.1f}"
+            print(f"{workload:13}{policy:15}{quiet:10.1f}{busy:14.1f}{quiet / busy:7.1f}{fastest / busy:11.1f}"
                   f"{threads[(workload, policy, 0)]:>5} / {threads[(workload, policy, 2)]}")  # fmt: skip
 
 

@@ -11,7 +11,8 @@ live in the core library (``attnlab.ops.promotion``, ``attnlab.evaluation.benchm
 ``attnlab.lab.config_sources``, ...); docs/architecture.md maps where each one lives.
 
 Importing this package turns Prefect's and MLflow's telemetry (and MLflow's run links on stdout)
-off and bounds MLflow's HTTP retries unless the user already set the variables
+off, bounds MLflow's HTTP retries and shortens OpenMP's spin of idle threads unless the user
+already set the variables
 (``DO_NOT_TRACK=false``, ``MLFLOW_HTTP_REQUEST_MAX_RETRIES=7`` etc. win). It must run before
 prefect or mlflow read their settings, so this file imports neither.
 """
@@ -35,11 +36,18 @@ ENV_DEFAULTS = {
     "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "3",
     "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
     "MLFLOW_HTTP_REQUEST_TIMEOUT": "15",
-    # torch's idle threads sleep instead of spinning (read by OpenMP when torch loads): on a busy
-    # machine spinning threads took the cores from the threads with work, 60x slower epochs (see
-    # attnlab.ops.threads). Results are the same.
-    "OMP_WAIT_POLICY": "PASSIVE",
 }
 
 for _name, _value in ENV_DEFAULTS.items():
     os.environ.setdefault(_name, _value)
+
+
+def _wait_briefly() -> None:
+    """torch's idle threads spin only briefly before they sleep (OpenMP reads it when torch loads;
+    :func:`attnlab.ops.threads.wait_settings`, which imports nothing heavy)."""
+    from attnlab.ops.threads import wait_settings
+
+    os.environ.update(wait_settings(os.environ))
+
+
+_wait_briefly()

@@ -5,19 +5,35 @@ torch takes one thread per core. Its threads meet at the end of every operation,
 that the kernel puts aside for another process holds up all of them; beside two busy loops on 2
 cores the default run's epoch took 60x its quiet time. A run therefore takes the cores the
 machine's other work leaves free (:func:`threads_for_load`, at least one), measured just before it
-starts (:func:`busy_cores`), and its idle threads sleep instead of spinning (``OMP_WAIT_POLICY``,
-set by :mod:`attnlab.flows` before torch loads).
+starts (:func:`busy_cores`), and its idle threads spin only briefly before they sleep
+(:func:`wait_settings`, applied by :mod:`attnlab.flows` before torch loads): OpenMP's default spin
+of about 3 ms took the cores from the threads with work once the machine got busy, and sleeping
+at once made every wake-up late on a quiet machine (``benchmarks/bench_load.py``).
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 #: How long the other processes' use of the cores is sampled.
 SAMPLE_SECONDS = 0.25
+#: How many times an idle OpenMP thread of torch's checks for work before it sleeps (GNU OpenMP's
+#: ``GOMP_SPINCOUNT``; about 10 us here, against 300,000 by default). Long enough to bridge the
+#: gaps between the operations of a training step, short enough that spinning threads do not
+#: hold the cores of a machine that got busy.
+SPIN_COUNT = 1000
+
+
+def wait_settings(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment variables that make torch's idle threads spin :data:`SPIN_COUNT` times
+    before they sleep, to add to ``environ`` before torch loads; none when the user chose a wait
+    policy or a spin count there (``OMP_WAIT_POLICY``, ``GOMP_SPINCOUNT``)."""
+    if "OMP_WAIT_POLICY" in environ or "GOMP_SPINCOUNT" in environ:
+        return {}
+    return {"GOMP_SPINCOUNT": str(SPIN_COUNT)}
 
 
 def usable_cpus() -> list[int]:
@@ -102,6 +118,11 @@ def chosen_threads(cores: int | None = None) -> tuple[int, str]:
 
 def thread_params(torch_threads: int) -> dict[str, str]:
     """How this process computes, as a run's params: torch's threads (``torch_threads``, what
-    ``torch.get_num_threads()`` says) and OpenMP's wait policy (passive unless the user chose
-    otherwise)."""
-    return {"torch_threads": str(torch_threads), "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "(OpenMP's default)")}
+    ``torch.get_num_threads()`` says), OpenMP's wait policy and spin count (:func:`wait_settings`
+    unless the user chose them)."""
+    default = "(OpenMP's default)"
+    return {
+        "torch_threads": str(torch_threads),
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", default),
+        "gomp_spincount": os.environ.get("GOMP_SPINCOUNT", default),
+    }

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from attnlab.ops.threads import busy_cores, chosen_threads, cpu_jiffies, threads_for_load
+from attnlab.ops.threads import SPIN_COUNT, busy_cores, chosen_threads, cpu_jiffies, thread_params, threads_for_load, wait_settings
 
 
 @pytest.mark.parametrize(
@@ -18,6 +18,25 @@ from attnlab.ops.threads import busy_cores, chosen_threads, cpu_jiffies, threads
 )
 def test_a_run_takes_the_free_cores_at_least_one(cores, busy, threads):
     assert threads_for_load(cores, busy) == threads
+
+
+@pytest.mark.parametrize(
+    ("environ", "added"),
+    [
+        ({}, {"GOMP_SPINCOUNT": str(SPIN_COUNT)}),
+        ({"OMP_WAIT_POLICY": "PASSIVE"}, {}),  # the user's policy: no spin count that would override it
+        ({"OMP_WAIT_POLICY": "ACTIVE"}, {}),
+        ({"GOMP_SPINCOUNT": "5"}, {}),
+    ],
+)
+def test_idle_threads_spin_briefly_unless_the_user_chose_how_they_wait(environ, added):
+    assert wait_settings(environ) == added
+
+
+def test_a_runs_params_say_how_its_threads_wait(monkeypatch):
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.setenv("GOMP_SPINCOUNT", "1000")
+    assert thread_params(2) == {"torch_threads": "2", "omp_wait_policy": "(OpenMP's default)", "gomp_spincount": "1000"}
 
 
 def test_proc_stat_counts_busy_and_total_ticks():

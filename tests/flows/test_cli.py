@@ -64,7 +64,9 @@ def test_train_json_summary_and_config_file_under_flags(capsys, empty_store, tmp
     assert {"imports", "check", "flow", "total", "steps"} <= set(summary["timings"])
     params = client_for(empty_store).get_run(summary["run_id"]).data.params
     assert params["epochs"] == "1" and params["seed"] == "7" and params["hidden_size"] == "16"  # flag > -o > YAML
-    assert params["omp_wait_policy"] == "PASSIVE" and 1 <= int(params["torch_threads"]) <= (os.cpu_count() or 1)
+    # The tests' own passive policy (tests/_testrun.py), kept: attnlab adds no spin count over it.
+    assert params["omp_wait_policy"] == "PASSIVE" and params["gomp_spincount"] == "(OpenMP's default)"
+    assert 1 <= int(params["torch_threads"]) <= (os.cpu_count() or 1)
     assert "epoch   1/1" in err  # one progress line per epoch
     assert "INFO" not in err and "Traceback" not in err
 
@@ -339,14 +341,18 @@ def _listening(port: int) -> bool:
 
 
 @pytest.mark.slow
-def test_the_command_lets_idle_threads_sleep_unless_the_user_chose_otherwise():
-    """OpenMP's wait policy is read when torch loads: importing attnlab.flows (the command's first
-    import) sets it, and a value the user set wins."""
-    script = "import os, attnlab.flows, torch; torch.ones(1); print(os.environ['OMP_WAIT_POLICY'])"
-    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-    assert subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True).stdout.strip() == "PASSIVE"
-    env["OMP_WAIT_POLICY"] = "ACTIVE"
-    assert subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True).stdout.strip() == "ACTIVE"
+def test_the_command_lets_idle_threads_spin_briefly_unless_the_user_chose_otherwise():
+    """OpenMP reads how idle threads wait when torch loads: importing attnlab.flows (the command's
+    first import) sets a short spin, and a wait policy or a spin count the user set wins."""
+    script = "import os, attnlab.flows, torch; torch.ones(1); print(os.environ.get('OMP_WAIT_POLICY'), os.environ.get('GOMP_SPINCOUNT'))"
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+
+    def seen(**chosen: str) -> str:
+        return subprocess.run([sys.executable, "-c", script], env={**env, **chosen}, capture_output=True, text=True).stdout.strip()
+
+    assert seen() == "None 1000"
+    assert seen(OMP_WAIT_POLICY="PASSIVE") == "PASSIVE None"
+    assert seen(GOMP_SPINCOUNT="300000") == "None 300000"
 
 
 def test_console_script_errors_are_one_line_without_noise(tmp_path):

@@ -43,7 +43,7 @@ def test_run_has_every_config_field_as_param_tags_and_config_files(learned_store
     run = _run(store, summary)
     config = ExperimentConfig(**LEARNS)
     assert run.info.status == "FINISHED"
-    computing = {"torch_threads", "omp_wait_policy"}  # how the process computed, beside the config
+    computing = {"torch_threads", "omp_wait_policy", "gomp_spincount"}  # how the process computed, beside the config
     assert {key: value for key, value in run.data.params.items() if key not in computing} == tracking.config_params(config)
     assert set(run.data.params) == set(ExperimentConfig.model_fields) | computing
     assert int(run.data.params["torch_threads"]) >= 1
