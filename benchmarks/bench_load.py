@@ -39,7 +39,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 WORKLOADS = ("date", "cmudict", "transformer")
-#: Each policy: (idle threads sleep, threads chosen by the load).
+#: Each policy: (how idle threads wait: OpenMP's default, passive or attnlab's short spin; threads
+#: chosen by the load).
 POLICIES = {
     "torch default": ("default", False),
     "passive": ("passive", False),
@@ -57,7 +58,9 @@ def child(workload: str, policy: str, batches: int) -> dict[str, float]:
     if wait == "passive":
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
     elif wait == "spin":
-        os.environ["GOMP_SPINCOUNT"] = "1000"
+        from attnlab.ops.threads import wait_settings  # imports no torch
+
+        os.environ.update(wait_settings(os.environ))
     import torch
 
     from attnlab.data.splits import encode_examples

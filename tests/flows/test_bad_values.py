@@ -20,6 +20,14 @@ def attnlab(capsys, *args: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+def attnlab_lines(err: str) -> list[str]:
+    """What attnlab said on stderr: Prefect's own INFO lines (an in-process run under the test
+    harness shows them) and phase lines left out."""
+    return [
+        line for line in err.splitlines() if line.strip() and not re.match(r"\d\d:\d\d:\d\d\.\d+ \| ", line) and not is_phase_line(line)
+    ]
+
+
 @pytest.fixture
 def bundle(tmp_path):
     """A tiny untrained date model on disk."""
@@ -90,9 +98,7 @@ def test_a_diverging_training_ends_with_one_line_and_a_failed_run(capsys, empty_
     assert code == 1 and out == ""
     # What attnlab says (Prefect's own INFO lines aside, which an in-process run under the test
     # harness shows): its header, progress inside the first epoch, then one error line.
-    lines = [
-        line for line in err.splitlines() if line.strip() and not re.match(r"\d\d:\d\d:\d\d\.\d+ \| ", line) and not is_phase_line(line)
-    ]
+    lines = attnlab_lines(err)
     assert lines[0].startswith("training scaled_dot/gru/rnn on date"), err
     assert "Traceback" not in err and all(is_progress_line(line) for line in lines[1:-1]), err  # Prefect printed two tracebacks
     assert lines[-1].startswith("attnlab: error: training diverged: loss grew to ")
@@ -117,9 +123,7 @@ def test_a_test_split_smaller_than_the_benchmark_is_one_line_and_the_run_failed(
     assert code == 0, err
     code, out, err = attnlab(capsys, "train", *options, "-otest_size=5")
     assert code == 2 and out == ""
-    lines = [
-        line for line in err.splitlines() if line.strip() and not re.match(r"\d\d:\d\d:\d\d\.\d+ \| ", line) and not is_phase_line(line)
-    ]
+    lines = attnlab_lines(err)
     assert "Traceback" not in err and lines[-1].startswith("attnlab: error: test = 5 sources, but the registered model's benchmark has "), (
         err
     )
