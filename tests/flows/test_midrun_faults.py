@@ -18,6 +18,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from _disks import fill, small_tmpfs
 from _flowkit import TrainProcess, client_for, is_progress_line
 from _session_prefect import seed_home
 
@@ -99,30 +100,9 @@ def test_prefect_server_killed_mid_run_ends_in_one_line_and_the_run_failed(tmp_p
 
 @pytest.fixture
 def small_disk(tmp_path):
-    """A real 64 MB tmpfs (root only; CI runs as root), unmounted afterwards."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(disk)], capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    try:
+    """A real 64 MB tmpfs."""
+    with small_tmpfs(tmp_path / "disk", "64m") as disk:
         yield disk
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
-
-
-def fill(disk: Path) -> Path:
-    """Fill ``disk`` to the last byte; the filler file."""
-    filler = disk / "filler"
-    with open(filler, "wb") as handle:
-        block = b"\0" * 2**20
-        try:
-            while True:
-                handle.write(block)
-                handle.flush()
-        except OSError:
-            pass
-    return filler
 
 
 @pytest.mark.slow

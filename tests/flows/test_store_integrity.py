@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _disks import fill, small_tmpfs
 from _flowkit import TINY, assert_one_line_error, client_for, preloaded_processes
 from _store_processes import use_the_store
 
@@ -292,19 +293,10 @@ def test_a_read_only_store_is_one_line_and_left_unchanged(tmp_path, store_with_r
 
 def test_a_full_disk_is_one_line_before_a_run_starts(capsys, tmp_path, monkeypatch, store_with_runs):
     """A 48 MiB tmpfs holding a real store and a file filling it."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", str(disk)], capture_output=True).returncode:
-        pytest.skip("needs root and mount to make a small tmpfs")
-    try:
+    with small_tmpfs(tmp_path / "disk", "48m") as disk:
         store_dir = disk / "mlflow"
         store_with_runs(store_dir)
-        filler = disk / "filler"
-        with filler.open("wb") as handle, contextlib.suppress(OSError):
-            while True:
-                handle.write(b"\0" * 2**20)
-                handle.flush()
-                os.fsync(handle.fileno())
+        fill(disk)
         before, runs_before = fingerprint(store_dir), len(all_runs(store_dir))
         monkeypatch.setenv("ATTNLAB_MLFLOW_DIR", str(store_dir))
         monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
@@ -312,8 +304,6 @@ def test_a_full_disk_is_one_line_before_a_run_starts(capsys, tmp_path, monkeypat
         assert code == 2
         assert_one_line_error(err, f"the disk of the MLflow store {store_dir} is full", "free some space")
         assert fingerprint(store_dir) == before and len(all_runs(store_dir)) == runs_before
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
 def read_only(store_dir: Path) -> list[str]:
