@@ -30,7 +30,7 @@ def relocate(verbose: Verbose = False) -> None:
 
 def relocate_store() -> str:
     """Relocate the store this process uses; the line that says what changed."""
-    from attnlab.flows.tracking import store_guard, store_home
+    from attnlab.flows.tracking import store_guard, store_home, store_writable
     from attnlab.flows.tracking.store import resolve_store
 
     store = resolve_store()
@@ -48,7 +48,7 @@ def relocate_store() -> str:
     try:
         done = store_home.relocate(folder)
     except (OSError, sqlite3.Error) as exc:
-        raise store_guard.not_writable(folder, exc) from exc
+        raise store_writable.not_writable(folder, exc) from exc
     if not done.old_roots:
         return f"the MLflow store {folder} keeps its files in {folder / 'artifacts'}; nothing to relocate"
     counts = ", ".join(f"{what} {count}" for what, count in done.changed.items() if count)

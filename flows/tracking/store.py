@@ -122,7 +122,7 @@ def check_store(store: Store, timeout: float = 3.0, writable: bool = True, budge
     in another folder (copied or moved: :mod:`attnlab.flows.tracking.store_home`) is refused with the command
     that relocates it; a read-only store or a full disk is refused before a run starts.
     """
-    from attnlab.flows.tracking import store_guard, store_home
+    from attnlab.flows.tracking import store_guard, store_home, store_writable
     from mlflow import MlflowClient
 
     folder = store.folder  # None for a tracking server
@@ -149,7 +149,7 @@ def check_store(store: Store, timeout: float = 3.0, writable: bool = True, budge
             store_home.check_home(folder)
             store_guard.check_artifacts_kept(folder)
         if folder is not None and writable:
-            store_guard.check_writable(folder)
+            store_writable.check_writable(folder)
     except TrackingUnavailable:
         raise
     except Exception as exc:

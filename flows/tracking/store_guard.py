@@ -13,19 +13,22 @@ whenever the store is not healthy, while it is inspected and then created, migra
   then it is refused, never re-created over them;
 - not a readable SQLite database: refused (a journal left by a writer killed mid-transaction is
   rolled back first, as SQLite's next writer would: that store is healthy);
+- written by an earlier MLflow (whole at its own, older revision: its tables and columns are that
+  revision's): migrated to the head by MLflow's migrations, a copy of it kept first in
+  ``<store>/backups/``;
+- written by a newer MLflow (a revision the installed one does not know): refused;
 - left mid-migration: rebuilt when it holds nothing (no run, model or experiment of a user) and
   there are no artifacts; refused otherwise.
 
-Every refusal is one line: what is wrong, where, and how to restore.
+Every refusal is one line: what is wrong, where, and how to restore. Whether a run can write to
+the store is :mod:`attnlab.flows.tracking.store_writable`'s.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
-import shutil
+import logging
 import sqlite3
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,10 +36,12 @@ from typing import TYPE_CHECKING
 
 from attnlab.flows.tracking import store_schema
 from attnlab.flows.tracking.errors import TrackingUnavailable
+from attnlab.flows.tracking.store_writable import not_writable
 
 if TYPE_CHECKING:
     from filelock import BaseFileLock
 
+log = logging.getLogger("attnlab.tracking")
 HEADER = b"SQLite format 3\x00"
 RESTORE = "restore mlflow.db from a backup (see 'Backup and restore' in mlflow/README.md)"
 #: Longest wait for another process creating or migrating the store (seconds).
@@ -44,8 +49,6 @@ LOCK_TIMEOUT = 600
 #: Largest database that ``PRAGMA quick_check`` reads in full (~0.8 s for 250 MiB here; it holds a
 #: read lock that concurrent writers wait for): above it only the header and the schema are read.
 QUICK_CHECK_MAX_BYTES = 256 * 2**20
-#: Free space below which no run starts: a run's metrics, plots and model need a few MB.
-MIN_FREE_BYTES = 32 * 2**20
 #: sqlite3's code for a read-only connection that meets a hot journal (a writer died mid-transaction).
 SQLITE_READONLY_ROLLBACK = 776
 #: Tables a new store fills by itself (the Default experiment, id 0, is checked apart).
@@ -56,14 +59,11 @@ class StoreDamaged(TrackingUnavailable):
     """The embedded store's database is missing, empty, unreadable or half-migrated."""
 
 
-class StoreNotWritable(TrackingUnavailable):
-    """The embedded store is read-only or its disk is full."""
-
-
 @dataclass(frozen=True)
 class Health:
     """What :func:`inspect_db` found. ``state``: absent, blank (0 bytes or no tables), unreadable,
-    mid_migration, behind (revision or tables short of MLflow's) or ok."""
+    mid_migration, older (whole at an earlier revision), newer (at a revision unknown here),
+    behind (revision or tables short of MLflow's, and not an older revision's) or ok."""
 
     state: str
     detail: str = ""
@@ -93,6 +93,7 @@ def inspect_db(db: Path) -> Health:
             tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             revisions = [row[0] for row in conn.execute("SELECT version_num FROM alembic_version")] if "alembic_version" in tables else []
             holds = _holds_data(conn, tables)
+            columns = store_schema.table_columns(conn) if len(revisions) == 1 and revisions != [store_schema.head_revision()] else {}
     except sqlite3.DatabaseError as exc:
         return Health("unreadable", str(exc))
     leftovers = sorted(name for name in tables if name.startswith("_alembic_tmp_"))
@@ -101,9 +102,15 @@ def inspect_db(db: Path) -> Health:
     if leftovers:
         return Health("mid_migration", ", ".join(leftovers), holds)
     missing = sorted(_mlflow_tables() - tables)
-    if revisions != [store_schema.head_revision()] or missing:
-        return Health("behind", f"revision {revisions or 'none'}, missing tables {missing or 'none'}", holds)
-    return Health("ok")
+    if revisions == [store_schema.head_revision()] and not missing:
+        return Health("ok")
+    if columns:
+        expected = store_schema.columns_at(revisions[0])
+        if expected is None:
+            return Health("newer", revisions[0], holds)
+        if columns == expected:
+            return Health("older", revisions[0], holds)
+    return Health("behind", f"revision {revisions or 'none'}, missing tables {missing or 'none'}", holds)
 
 
 def _roll_back_hot_journal(db: Path) -> None:
@@ -222,53 +229,49 @@ def _settle(db: Path, artifacts: Path, health: Health) -> None:
     if health.state == "unreadable":
         start_over = "" if _has_artifacts(artifacts) else f", or delete {db} to start a new store"
         raise StoreDamaged(f"the MLflow store {db} is not a readable SQLite database ({health.detail}); {RESTORE}{start_over}")
+    if health.state == "newer":
+        raise StoreDamaged(
+            f"the MLflow store {db} was written by a newer MLflow (schema revision {health.detail}, unknown to the MLflow "
+            f"{_mlflow_version()} installed here); use attnlab with that MLflow, or point ATTNLAB_MLFLOW_DIR at another folder"
+        )
+    if health.state == "older" and (health.holds_data or _has_artifacts(artifacts)):
+        _upgrade(db, health.detail)
+        return
     if health.state in ("mid_migration", "behind") and (health.holds_data or _has_artifacts(artifacts)):
-        if health.state == "behind" and health.detail.endswith("missing tables none"):
-            return  # an older store: MLflow itself asks for 'mlflow db upgrade'
         raise StoreDamaged(
             f"the MLflow store {db} holds runs but was left mid-migration by an interrupted MLflow schema "
             f"upgrade ({health.detail}); {RESTORE}"
         )
-    if health.state in ("mid_migration", "behind"):
+    if health.state in ("mid_migration", "behind", "older"):
         for path in (db, *(db.with_name(db.name + suffix) for suffix in ("-journal", "-wal", "-shm"))):
             path.unlink(missing_ok=True)  # it holds nothing: it is built afresh
     if health.state != "ok":
         store_schema.lay_new_database(db)  # else MLflow migrates it: an older store, or no copy could be made
 
 
-def check_writable(folder: Path) -> None:
-    """Raise StoreNotWritable (one line) unless a run can write to the store in ``folder``: free
-    space on its disk, the database (a write that is rolled back) and the artifacts folder."""
+def _upgrade(db: Path, revision: str) -> None:
+    """Migrate the older store ``db`` (at ``revision``) to MLflow's head, a copy kept first."""
+    import time
+
+    import sqlalchemy.exc
+
+    backup = db.parent / "backups" / f"mlflow-{revision}-{time.strftime('%Y%m%dT%H%M%S')}.db"
     try:
-        free = shutil.disk_usage(folder).free
-    except OSError as exc:
-        raise not_writable(folder, exc) from exc
-    if free < MIN_FREE_BYTES:
-        raise not_writable(folder, OSError(errno.ENOSPC, f"{free / 2**20:.1f} MiB free, a run needs {MIN_FREE_BYTES // 2**20} MiB"))
-    try:
-        with contextlib.closing(sqlite3.connect(folder / "mlflow.db", timeout=60, isolation_level=None)) as conn:
-            conn.execute("BEGIN IMMEDIATE")
-            conn.execute("UPDATE alembic_version SET version_num = version_num")
-            conn.execute("ROLLBACK")
-        artifacts = folder / "artifacts"
-        artifacts.mkdir(exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=artifacts, prefix=".attnlab-write-check-"):
-            pass
-    except (OSError, sqlite3.Error) as exc:
-        raise not_writable(folder, exc) from exc
+        store_schema.upgrade(db, backup)
+    except (OSError, sqlite3.Error, sqlalchemy.exc.SQLAlchemyError) as exc:
+        if not backup.is_file():
+            raise not_writable(db.parent, exc) from exc
+        raise StoreDamaged(
+            f"migrating the MLflow store {db} from schema revision {revision} to MLflow {_mlflow_version()}'s failed "
+            f"({getattr(exc, 'strerror', None) or exc}); its copy from before is kept at {backup}"
+        ) from exc
+    log.warning(
+        "migrated the MLflow store %s from an earlier MLflow's schema (revision %s) to MLflow %s's; its copy from before is kept at %s",
+        db, revision, _mlflow_version(), backup,
+    )  # fmt: skip
 
 
-def not_writable(folder: Path, exc: BaseException) -> StoreNotWritable:
-    text = str(exc).lower()
-    if getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or "disk is full" in text:
-        detail = getattr(exc, "strerror", None) or str(exc)
-        return StoreNotWritable(
-            f"the disk of the MLflow store {folder} is full ({detail}); free some space, or point "
-            "ATTNLAB_MLFLOW_DIR at a folder on another disk"
-        )
-    if getattr(exc, "errno", None) in (errno.EROFS, errno.EACCES, errno.EPERM) or "readonly" in text or "unable to open" in text:
-        return StoreNotWritable(
-            f"the MLflow store {folder} is read-only ({getattr(exc, 'strerror', None) or exc}); make it writable, "
-            "or point ATTNLAB_MLFLOW_DIR at a writable folder"
-        )
-    return StoreNotWritable(f"cannot write to the MLflow store {folder}: {getattr(exc, 'strerror', None) or exc}")
+def _mlflow_version() -> str:
+    import mlflow
+
+    return str(mlflow.__version__)
