@@ -118,8 +118,7 @@ def test_a_newer_mlflows_store_is_refused_unchanged(older_store: tuple[Path, str
     assert fingerprint(store) == before
 
 
-def test_the_columns_of_a_revision_are_those_of_a_store_migrated_to_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ATTNLAB_CACHE_DIR", str(tmp_path / "cache"))
+def test_the_columns_of_a_revision_are_those_of_a_store_migrated_to_it() -> None:
     with contextlib.closing(sqlite3.connect(store_schema.migrated_schema())) as conn:
         assert store_schema.columns_at(store_schema.head_revision()) == store_schema.table_columns(conn)
     assert store_schema.columns_at("f00dfeedbeef") is None
