@@ -60,6 +60,8 @@ def older_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> tupl
 
 
 def test_an_earlier_mlflows_store_is_migrated_with_a_copy_kept_and_its_runs_listed(older_store: tuple[Path, str]) -> None:
+    import mlflow
+
     store, revision = older_store
     assert inspect_db(store / "mlflow.db").state == "older"
     env = {key: value for key, value in os.environ.items() if key != "MLFLOW_TRACKING_URI"}
@@ -68,7 +70,7 @@ def test_an_earlier_mlflows_store_is_migrated_with_a_copy_kept_and_its_runs_list
     (backup,) = (store / "backups").glob(f"mlflow-{revision}-*.db")
     assert listed.stderr.strip().splitlines() == [
         f"migrated the MLflow store {store / 'mlflow.db'} from an earlier MLflow's schema (revision {revision}) to MLflow "
-        f"{__import__('mlflow').__version__}'s; its copy from before is kept at {backup}"
+        f"{mlflow.__version__}'s; its copy from before is kept at {backup}"
     ]
     assert revision_of(backup) == revision and revision_of(store / "mlflow.db") == store_schema.head_revision()
     assert inspect_db(store / "mlflow.db").state == "ok"
