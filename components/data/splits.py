@@ -29,9 +29,10 @@ Sizes = tuple[int | None, int | None, int | None]
 
 
 class SplitsUnavailable(UserError, ValueError):
-    """The data cannot give the splits asked for: a test split smaller than the registered
-    model's benchmark it must hold, or fewer distinct sources than a split asks for. A mistake in
-    the sizes asked, told in one line (a ValueError too, as before)."""
+    """The data cannot give the splits asked for: fewer distinct values or sources than the
+    splits (and a registered model's benchmark) ask for, or a test split smaller than the
+    benchmark it must hold. A mistake in the sizes or the task's options, told in one line (a
+    ValueError too, as before)."""
 
 
 @dataclass(frozen=True)
@@ -49,11 +50,11 @@ class Splits:
 def draw_distinct(task: Task, n: int, rng: random.Random, exclude: AbstractSet[str] = frozenset()) -> list[Example]:
     """``n`` examples of ``task`` with distinct keys, none of them in ``exclude``.
 
-    Raises ValueError when the task cannot produce that many (its space is too small).
+    Raises SplitsUnavailable when the task cannot produce that many (its space is too small).
     """
     space = task.space_size
     if space is not None and n + len(exclude) > space:
-        raise ValueError(
+        raise SplitsUnavailable(
             f"asked for {n + len(exclude)} distinct examples but task {type(task).__name__} has "
             f"only {space} distinct values; ask for at most {space} in all"
         )
@@ -68,7 +69,7 @@ def draw_distinct(task: Task, n: int, rng: random.Random, exclude: AbstractSet[s
             by_key.setdefault(key, example)
     if len(by_key) == n:
         return list(by_key.values())
-    raise ValueError(
+    raise SplitsUnavailable(
         f"could only draw {len(by_key)} distinct examples of {n} from {type(task).__name__}; ask for fewer or widen the task's options"
     )
 
@@ -78,7 +79,7 @@ def split_sizes(task: Task, given: Sizes) -> tuple[int, int, int]:
     shares (:attr:`~attnlab.plugins.Task.default_split`), from :data:`DEFAULT_SIZES`. With them,
     a split of its own data (:meth:`~attnlab.plugins.Task.held_out`) takes all its sources, the
     validation and test splits their share of the corpus's other sources (at least 1), and the
-    training split the sources left. ValueError, naming the flags, when that leaves none."""
+    training split the sources left. SplitsUnavailable, naming the flags, when that leaves none."""
     train, validation, test = given
     if train is not None and validation is not None and test is not None:
         return train, validation, test
@@ -99,7 +100,7 @@ def split_sizes(task: Task, given: Sizes) -> tuple[int, int, int]:
     if train is None:
         train = available - validation * ("validation" not in held) - test * ("test" not in held)
         if train < 1:
-            raise ValueError(
+            raise SplitsUnavailable(
                 f"task {type(task).__name__} has {available} distinct source(s) to split: too few for a training split; "
                 f"give more data, or set the sizes ({SIZE_FLAGS})"
             )
@@ -107,7 +108,7 @@ def split_sizes(task: Task, given: Sizes) -> tuple[int, int, int]:
 
 
 def check_sizes(task: Task, sizes: tuple[int, int, int], test_task: Task | None = None) -> None:
-    """Raise ValueError when the task(s) have fewer distinct values than the splits ask for.
+    """Raise SplitsUnavailable when the task(s) have fewer distinct values than the splits ask for.
 
     Cheap (no example is drawn), so callers can check a config before any work starts.
     """
@@ -118,10 +119,37 @@ def check_sizes(task: Task, sizes: tuple[int, int, int], test_task: Task | None 
     for what, plugin, count in needs:
         space = plugin.space_size
         if space is not None and count > space:
-            raise ValueError(
+            raise SplitsUnavailable(
                 f"{what} = {count} examples, but task {type(plugin).__name__} has only {space} "
                 f"distinct values with these options; ask for at most {space} ({SIZE_FLAGS})"
             )
+
+
+def check_benchmark_room(task: Task, sizes: tuple[int, int, int], benchmark: int, test_task: Task | None = None) -> None:
+    """Raise SplitsUnavailable when a generated task cannot give a registered model's benchmark
+    of ``benchmark`` distinct examples beside the splits ``sizes`` (train, validation, test):
+    its test distribution (``test_task``, else ``task``) has fewer distinct values than the
+    benchmark, or, with one distribution, fewer than the benchmark and the training and
+    validation splits, which leave the benchmark's sources out. A corpus keeps its benchmark in
+    its test split (:func:`corpus_splits` says when that is too small); it is not checked here.
+    """
+    if task.corpus() is not None:
+        return
+    drawn = test_task or task
+    space = drawn.space_size
+    if space is not None and benchmark > space:
+        raise SplitsUnavailable(
+            f"the registered model's benchmark takes {benchmark} distinct examples, but task {type(drawn).__name__} has only "
+            f"{space} distinct values with these options; widen the task's options, or ask for a benchmark of at most "
+            f"{space} (attnlab schedule --benchmark-size)"
+        )
+    n_train, n_val, _ = sizes
+    if test_task is None and space is not None and n_train + n_val + benchmark > space:
+        raise SplitsUnavailable(
+            f"train + validation + benchmark = {n_train} + {n_val} + {benchmark} examples, but task {type(task).__name__} has only "
+            f"{space} distinct values with these options, and the registered model's benchmark stays out of training and "
+            f"validation; ask for at most {space - benchmark} in train + validation ({SIZE_FLAGS}), or widen the task's options"
+        )
 
 
 def make_splits(
@@ -163,7 +191,7 @@ def corpus_splits(task: Task, corpus: list[Example], sizes: tuple[int, int, int]
     they never train even when new keys shift the hash order (a file that grew).
 
     The test split does not depend on the seed; a key never lands in two splits. Raises
-    ValueError when the corpus (or a held-out split) has fewer keys than the sizes ask for, or
+    SplitsUnavailable when the corpus (or a held-out split) has fewer keys than the sizes ask for, or
     the test split is too small to hold the benchmark's keys.
     """
     n_train, n_val, n_test = sizes
@@ -183,7 +211,7 @@ def corpus_splits(task: Task, corpus: list[Example], sizes: tuple[int, int, int]
     needed = sum(wanted[name] for name in cut)
     if needed > len(by_key):
         names = " + ".join(cut)
-        raise ValueError(
+        raise SplitsUnavailable(
             f"{names} = {needed} sources, but task {type(task).__name__} has only {len(by_key)} distinct sources"
             f"{' besides its held-out splits' if taken else ''}; ask for at most {len(by_key)} ({SIZE_FLAGS})"
         )

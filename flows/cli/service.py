@@ -165,7 +165,7 @@ def schedule(
         check_retrain_settings(margin, benchmark_size, keep)
         cron_schedule, busy = check_schedule(cron, timezone), check_busy_policy(max_concurrent, when_busy)
         config = build_config(source.file, source.flags, source.options)
-        url, store, train_size = check_surroundings(config, experiment, work_pool)
+        url, store, train_size = check_surroundings(config, experiment, work_pool, benchmark_size)
         when = next_run(cron, timezone)
     os.environ.update(store_env(store))
     if user_level is None:  # runs log at INFO (Prefect UI and this terminal); a level the user set wins
@@ -186,16 +186,16 @@ def schedule(
         serve_here(deployment, settings, created, lines)
 
 
-def check_surroundings(config: ExperimentConfig, experiment: str | None, work_pool: str | None) -> tuple[str, Store, int]:
+def check_surroundings(config: ExperimentConfig, experiment: str | None, work_pool: str | None, benchmark: int) -> tuple[str, Store, int]:
     """(Prefect's API URL, the MLflow store, the training examples of each run), each checked to
-    answer, once the config's plugins, the experiment name, the device and the work pool are
-    checked; UserError for the first problem."""
+    answer, once the config's plugins, its sizes beside a ``benchmark`` of that many examples,
+    the experiment name, the device and the work pool are checked; UserError for the first one."""
     from attnlab.flows.tracking.store import check_store, resolve_store
     from attnlab.training.preflight import check_config, check_start
 
     # Served here, runs train on this machine; a work pool's workers may have the device.
     check_start(config, experiment, device=not work_pool)
-    train_size = check_config(config, err_line)[0]
+    train_size = check_config(config, err_line, benchmark)[0]
     url = prefect_api()
     store = resolve_store()
     check_store(store)

@@ -1,10 +1,9 @@
 """``attnlab sweep``: train every combination of plugins and seeds and compare them.
 
 Everything a user gives is checked before anything starts (grid values against the installed
-plugins, seeds, parallelism, the Dask address, every combination's config); a mistake is one
-line and exit status 2. A failed combination is reported with the rest, then exit status 1; a
-lost Prefect server is one line (exit status 2).
-"""
+plugins, seeds, parallelism, the Dask address, every combination's config); a mistake is one line
+and exit status 2. A failed combination is reported with the rest, then exit status 1; a lost
+Prefect server is one line (exit status 2)."""
 
 from __future__ import annotations
 
@@ -57,6 +56,7 @@ from attnlab.flows.tracking.errors import UserError
 from attnlab.flows.tracking.store import environ_set
 from attnlab.lab.output_paths import check_output_folder
 from attnlab.lab.sweep_options import parse_bands, parse_names, parse_seeds
+from attnlab.ops.promotion import BENCHMARK_SIZE
 
 if TYPE_CHECKING:
     from prefect.task_runners import TaskRunner
@@ -195,7 +195,7 @@ def run_sweep(
     grid = {dim: names for dim, text in grid_text.items() if (names := parse_names(dim, text))}
     seeds = parse_seeds(seeds_text)
     bands = parse_bands(bands_text)
-    base, configs = checked_configs(grid, seeds, source, experiment, dask_address)
+    base, configs = checked_configs(grid, seeds, source, experiment, dask_address, BENCHMARK_SIZE if register else None)
     from attnlab.flows.services.prefect_server import share_with_workers, start_in_background, without_heartbeats
     from attnlab.ops.sweep_workers import sweep_workers
 
@@ -270,10 +270,12 @@ def checked_configs(
     source: ConfigSource,
     experiment: str | None,
     dask_address: str | None,
+    benchmark_size: int | None = None,
 ) -> tuple[ExperimentConfig, list[ExperimentConfig]]:
     """(the base config, every run's config), each combination checked as ``attnlab train`` checks
-    its config, and the Dask cluster (when given) checked to reach the stores; UserError naming
-    the combination for the first problem."""
+    its config (with ``benchmark_size``, for room for a registered model's benchmark too), and the
+    Dask cluster (when given) checked to reach the stores; UserError naming the combination for
+    the first problem."""
     from attnlab.evaluation.compare import Grid, grid_configs  # torch and pandas: after the names are checked
     from attnlab.training.preflight import check_config, check_start
 
@@ -284,7 +286,7 @@ def checked_configs(
         raise UserError(f"--model-name {base.model_name!r} names one model; a sweep over several tasks registers each under its own")
     for config in {(c.task, c.scorer, c.encoder, c.decoder): c for c in configs}.values():
         try:
-            check_config(config, err_line)
+            check_config(config, err_line, benchmark_size)
         except UserError as exc:
             raise UserError(f"{config.scorer}/{config.encoder}/{config.decoder} on {config.task}: {exc}") from None
     if dask_address:

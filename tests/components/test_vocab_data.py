@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 import torch
 
-from attnlab.data.splits import encode_examples, make_splits
+from attnlab.data.splits import SplitsUnavailable, check_benchmark_room, draw_distinct, encode_examples, make_splits
 from attnlab.data.vocab import EOS, PAD, SOS, UNK, Vocab, pad_batch
 from attnlab.plugins import create_plugin
 
@@ -41,6 +43,34 @@ def test_asking_for_more_values_than_the_task_has_is_an_error():
     task = create_plugin("tasks", "date", min_year=2020, max_year=2020)
     with pytest.raises(ValueError, match="400 examples, but task DateTask has only 366 distinct values"):
         make_splits(task, (300, 50, 50), seed=0)
+
+
+def test_a_benchmark_larger_than_the_task_is_refused_before_training():
+    """One year of dates (365 values) cannot hold the 500-example benchmark a registered model
+    draws at its first promotion: refused in one line (it was a traceback after training)."""
+    year = create_plugin("tasks", "date", min_year=2023, max_year=2023)
+    with pytest.raises(SplitsUnavailable, match="benchmark takes 500 distinct examples, but task DateTask has only 365 distinct values"):
+        check_benchmark_room(year, (50, 10, 10), 500)
+    with pytest.raises(SplitsUnavailable, match="ask for a benchmark of at most 365"):
+        check_benchmark_room(year, (50, 10, 10), 366)
+    check_benchmark_room(year, (50, 10, 10), 305)  # 50 + 10 + 305 = 365: room for every split
+
+
+def test_training_and_validation_leave_room_for_the_benchmark_they_avoid():
+    """Training and validation never draw a benchmark source, so with the benchmark they must fit
+    in the task's values; the test split may share them, and a longer test task is not checked."""
+    year = create_plugin("tasks", "date", min_year=2023, max_year=2023)
+    with pytest.raises(SplitsUnavailable, match=r"train \+ validation \+ benchmark = 56 \+ 10 \+ 300 examples.*at most 65 in train"):
+        check_benchmark_room(year, (56, 10, 365), 300)
+    check_benchmark_room(year, (55, 10, 365), 300)
+    longer = create_plugin("tasks", "date", min_year=2000, max_year=2030)
+    check_benchmark_room(year, (300, 65, 10), 500, test_task=longer)
+
+
+def test_too_few_distinct_values_is_a_user_error_in_one_line():
+    task = create_plugin("tasks", "reverse", min_length=2, max_length=2)
+    with pytest.raises(SplitsUnavailable, match="asked for 101 distinct examples but task ReverseTask has only 100"):
+        draw_distinct(task, 101, random.Random(0))
 
 
 def test_encode_examples_frames_targets():

@@ -11,6 +11,8 @@ from _flowkit import TINY, assert_one_line_error, client_for, is_phase_line, is_
 
 from attnlab.flows.cli import app as cli
 
+#: One year of dates (365 values) in small splits: room for them, not for a 500-example benchmark.
+ONE_YEAR = ["-o", "task.min_year=2023", "-o", "task.max_year=2023", "--train-size", "50", "-o", "validation_size=10", "-o", "test_size=10"]
 NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
 
 
@@ -48,6 +50,11 @@ def bundle(tmp_path):
         (["server", "--mlflow-port", "-1"], ["Invalid value for '--mlflow-port'"]),
         (["sweep", "--scorer", "dot", "--experiment", "../../escape_exp"], ["--experiment '../../escape_exp'", "letters, digits"]),
         (["schedule", "--cron", "0 3 * * *", "--experiment", "../x"], ["--experiment '../x'", "letters, digits"]),
+        (["sweep", "--scorer", "dot", "--register", *ONE_YEAR], ["dot/gru/rnn on date: the registered model's benchmark takes 500", "365"]),
+        (
+            ["schedule", "--cron", "0 3 * * *", *ONE_YEAR],
+            ["benchmark takes 500 distinct examples", "at most 365 (attnlab schedule --benchmark-size)"],
+        ),
         pytest.param(["sweep", "--scorer", "dot", "-o", "device=cuda"], ["device 'cuda' is not available"], marks=NO_CUDA),
         pytest.param(["schedule", "--cron", "0 3 * * *", "--device", "cuda"], ["device 'cuda' is not available"], marks=NO_CUDA),
     ],
@@ -107,6 +114,26 @@ def test_a_diverging_training_ends_with_one_line_and_a_failed_run(capsys, empty_
     (run,) = client.search_runs([client.get_experiment_by_name("attnlab-date").experiment_id])
     assert run.info.status == "FAILED"
     assert client.search_registered_models() == []
+
+
+@pytest.mark.slow
+def test_a_task_too_small_for_the_benchmark_is_one_line_before_training_and_the_run_failed(capsys, empty_store):
+    """One year of dates has 365 values, fewer than the 500 of the benchmark that the first
+    promotion draws: refused before training (it trained, registered a version, then printed a
+    traceback at the promotion), the run FAILED with the reason, nothing registered."""
+    options = [f"-o{key}={value}" for key, value in TINY.items()]
+    code, out, err = attnlab(capsys, "train", *options, "-otask.min_year=2023", "-otask.max_year=2023")
+    assert code == 2 and out == ""
+    lines = attnlab_lines(err)
+    assert lines[0].startswith("training scaled_dot/gru/rnn on date") and "Traceback" not in err, err
+    assert all(is_progress_line(line) and not line.startswith("epoch ") for line in lines[:-1]), err  # refused before training
+    assert lines[-1].startswith(
+        "attnlab: error: the registered model's benchmark takes 500 distinct examples, but task DateTask has only 365"
+    )
+    client = client_for(empty_store)
+    (run,) = client.search_runs([client.get_experiment_by_name("attnlab-date").experiment_id])
+    assert run.info.status == "FAILED" and "benchmark takes 500" in run.data.tags["attnlab.error"]
+    assert "train_loss" not in run.data.metrics and client.search_registered_models() == []
 
 
 @pytest.mark.slow
