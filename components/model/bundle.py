@@ -58,9 +58,9 @@ def save_bundle(folder: Path, config: ExperimentConfig, model: Seq2Seq, tasks: t
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     if tasks is None:
-        from attnlab.model.assembly import build_task
+        from attnlab.model.task_choice import build_tasks
 
-        tasks = build_task(config), build_task(config, split="test") if config.test_task_options else None
+        tasks = build_tasks(config)
     save_tasks(folder, *tasks)
     (folder / "config.json").write_text(config.model_dump_json(indent=2))
     vocab = {"source": saved_tokens(model.src_vocab), "target": saved_tokens(model.tgt_vocab)}

@@ -83,6 +83,6 @@ def saved_tasks(config: ExperimentConfig, data: dict[str, Any] | None) -> tuple[
     if data is not None and data.get("reads_data"):
         test = data.get("test")
         return SavedTask(data["train"]), None if test is None else SavedTask(test)
-    from attnlab.model.task_choice import build_task
+    from attnlab.model.task_choice import build_tasks
 
-    return build_task(config), build_task(config, split="test") if config.test_task_options else None
+    return build_tasks(config)

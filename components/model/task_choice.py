@@ -15,3 +15,9 @@ def build_task(config: ExperimentConfig, split: str = "train") -> Task:
         options.update(config.test_task_options)
     task: Task = create_plugin("tasks", config.task, **options)
     return task
+
+
+def build_tasks(config: ExperimentConfig) -> tuple[Task, Task | None]:
+    """The config's task and its test task: the task with ``config.test_task_options``, or None
+    when there are none (the test split then comes from the task itself)."""
+    return build_task(config), build_task(config, split="test") if config.test_task_options else None

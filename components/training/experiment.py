@@ -21,7 +21,8 @@ from pathlib import Path
 from attnlab.data.splits import EncodedExamples, Splits, encode_examples, make_splits, split_sizes
 from attnlab.evaluation.metrics import Evaluation, evaluate
 from attnlab.lab.config import ExperimentConfig
-from attnlab.model.assembly import Seq2Seq, build_model, build_task
+from attnlab.model.assembly import Seq2Seq, build_model
+from attnlab.model.task_choice import build_tasks
 from attnlab.plugins import Example, Task
 from attnlab.training.loop import EpochCallback, TrainResult, train
 from attnlab.training.progress import PROGRESS_LOGGER, PeriodicLines, StepCallback, StepProgress, epoch_line, step_line
@@ -42,8 +43,7 @@ class ExperimentResult:
 def prepare_data(config: ExperimentConfig, benchmark: AbstractSet[str] = frozenset()) -> tuple[Task, Splits]:
     """The configured task and its train/validation/test splits (disjoint by value), none of the
     keys of ``benchmark`` (a registered model's benchmark set) in training or validation."""
-    task = build_task(config)
-    test_task = build_task(config, split="test") if config.test_task_options else None
+    task, test_task = build_tasks(config)
     sizes = split_sizes(task, (config.train_size, config.validation_size, config.test_size))
     return task, make_splits(task, sizes, config.seed, test_task, benchmark)
 

@@ -19,20 +19,19 @@ def check_config(config: ExperimentConfig, say: Callable[[str], None], benchmark
     (with ``benchmark_size``, beside a registered model's benchmark of that many examples too);
     the (train, validation, test) sizes the run will have. A task whose data takes a while to
     read says that it goes on through ``say`` (:func:`attnlab.training.phase_lines.phase_lines`)."""
-    from attnlab.data.splits import check_benchmark_room as check_room
-    from attnlab.data.splits import check_sizes, split_sizes
-    from attnlab.model.assembly import build_model, build_task  # torch, before the data is read
+    from attnlab.data.splits import check_benchmark_room, check_sizes, split_sizes
+    from attnlab.model.assembly import build_model  # torch, before the data is read
+    from attnlab.model.task_choice import build_tasks
     from attnlab.training.phase_lines import phase_lines
 
     with phase_lines("check", say):
-        task = build_task(config)
-        test_task = build_task(config, split="test") if config.test_task_options else None
+        task, test_task = build_tasks(config)
     build_model(config, task)
     try:
         sizes = split_sizes(task, (config.train_size, config.validation_size, config.test_size))
         check_sizes(task, sizes, test_task)
         if benchmark_size is not None:
-            check_room(task, sizes, benchmark_size, test_task)
+            check_benchmark_room(task, sizes, benchmark_size, test_task)
     except ValueError as exc:
         raise UserError(str(exc)) from None
     return sizes
@@ -50,15 +49,13 @@ def check_start(config: ExperimentConfig, experiment: str | None, device: bool =
         raise UserError(problem)
 
 
-def check_benchmark_room(config: ExperimentConfig, benchmark_size: int) -> None:
+def check_benchmark_fits(config: ExperimentConfig, benchmark_size: int) -> None:
     """Refuse in one line (:class:`~attnlab.data.splits.SplitsUnavailable`) a registered run
     whose task cannot give its registered model's benchmark of ``benchmark_size`` distinct
     examples beside its splits (:func:`~attnlab.data.splits.check_benchmark_room`): before it
     trains, not at its promotion after training."""
-    from attnlab.data.splits import check_benchmark_room as check_room
-    from attnlab.data.splits import split_sizes
-    from attnlab.model.assembly import build_task
+    from attnlab.data.splits import check_benchmark_room, split_sizes
+    from attnlab.model.task_choice import build_tasks
 
-    task = build_task(config)
-    test_task = build_task(config, split="test") if config.test_task_options else None
-    check_room(task, split_sizes(task, (config.train_size, config.validation_size, config.test_size)), benchmark_size, test_task)
+    task, test_task = build_tasks(config)
+    check_benchmark_room(task, split_sizes(task, (config.train_size, config.validation_size, config.test_size)), benchmark_size, test_task)

@@ -32,7 +32,7 @@ from attnlab.lab.run_summary import by_length, registered_model
 from attnlab.lab.summaries import kept_weights
 from attnlab.ops.promotion import promotion_summary
 from attnlab.training.phase_lines import phase_lines
-from attnlab.training.preflight import check_benchmark_room
+from attnlab.training.preflight import check_benchmark_fits
 from attnlab.training.timing import Stopwatch
 
 #: The config fields a summary names the run by.
@@ -73,9 +73,10 @@ def run_steps(
     section = checked(watch, artifacts)
     with section("data"):
         benchmark = model_steps.benchmark_keys(config) if plan.register else None
-        room = len(benchmark[1]) if benchmark is not None else plan.promotion.benchmark_size if plan.promotion else None
-        if room is not None:
-            check_benchmark_room(config, room)
+        drawn = plan.promotion.benchmark_size if plan.promotion else None  # by the first promotion
+        size = len(benchmark[1]) if benchmark is not None else drawn
+        if size is not None:
+            check_benchmark_fits(config, size)
         if benchmark is not None:
             tasks.progress.info("benchmark of %s: its %d sources stay out of training and validation",
                                 config.registered_model(), len(benchmark[1]))  # fmt: skip

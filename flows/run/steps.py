@@ -36,6 +36,7 @@ from attnlab.lab.config import ExperimentConfig
 from attnlab.model.assembly import build_task
 from attnlab.model.bundle import load_bundle, save_bundle
 from attnlab.model.predictor import Predictor
+from attnlab.model.task_choice import build_tasks
 from attnlab.ops import retry
 from attnlab.training.experiment import prepare_data, train_model
 from attnlab.training.progress import PROGRESS_LOGGER, StepProgress, epoch_line
@@ -197,7 +198,7 @@ def train(config: ExperimentConfig, data: Path, run_id: str, workdir: Path) -> T
             log_curve()
 
     checkpoint.parent.mkdir(parents=True, exist_ok=True)
-    task, test_task = build_task(config), build_task(config, split="test") if config.test_task_options else None
+    task, test_task = build_tasks(config)
     model, result = train_model(config, task, splits, on_epoch, checkpoint, on_step, on_model=recorder.watch)
     bundle = save_bundle(workdir / "bundle", config, model, (task, test_task))
     parameters = sum(p.numel() for p in model.parameters())
